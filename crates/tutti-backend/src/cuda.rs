@@ -1,0 +1,1 @@
+//! CUDA devices (written in the next commit).
