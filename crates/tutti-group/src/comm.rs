@@ -1,0 +1,295 @@
+//! Typed collectives over a [`Transport`].
+
+use std::cell::Cell;
+use std::marker::PhantomData;
+
+use tutti_backend::{Buffer, Device, Element, Summable};
+
+use crate::transport::{Signature, Transport};
+use crate::CommError;
+
+/// One rank's handle on its group: its rank, its device, and the collectives.
+///
+/// Every collective must be called by all ranks in the same order with agreeing arguments
+/// (same collective, same root, same element type, and equal lengths where stated); a
+/// disagreement is reported to every rank as [`CommError::Mismatch`]. After another rank
+/// fails, a collective returns [`CommError::Aborted`]. Reductions add contributions in rank
+/// order, `((x0 + x1) + x2) + ...`, so their result does not depend on timing.
+///
+/// A `Comm` is not `Sync`: one rank's collectives run one at a time, from its own thread.
+pub struct Comm<'a> {
+    transport: &'a dyn Transport,
+    device: &'a Device,
+    _one_thread: PhantomData<Cell<()>>,
+}
+
+fn to_bytes<T: Element>(data: &[T]) -> Vec<u8> {
+    bytemuck::cast_slice::<T, u8>(data).to_vec()
+}
+
+fn from_bytes<T: Element>(bytes: &[u8]) -> Vec<T> {
+    // Signatures agree on the element type, so the length is a whole number of elements.
+    bytemuck::pod_collect_to_vec::<u8, T>(bytes)
+}
+
+fn signature<T>(op: &'static str, root: Option<usize>, len: Option<usize>) -> Signature {
+    Signature {
+        op,
+        root,
+        element: std::any::type_name::<T>(),
+        len,
+    }
+}
+
+impl<'a> Comm<'a> {
+    /// A rank's handle over `transport`, serving `device`. Transports other than the
+    /// in-process one (e.g. MPI) construct their ranks' handles with this.
+    pub fn new(transport: &'a dyn Transport, device: &'a Device) -> Self {
+        Self {
+            transport,
+            device,
+            _one_thread: PhantomData,
+        }
+    }
+
+    /// This rank, `0..size`.
+    pub fn rank(&self) -> usize {
+        self.transport.rank()
+    }
+
+    /// The number of ranks.
+    pub fn size(&self) -> usize {
+        self.transport.size()
+    }
+
+    /// This rank's device.
+    pub fn device(&self) -> &Device {
+        self.device
+    }
+
+    fn check_root(&self, op: &'static str, root: usize) -> Result<(), CommError> {
+        if root < self.size() {
+            Ok(())
+        } else {
+            Err(CommError::InvalidArgument {
+                op,
+                message: format!("root {root} is not a rank of a group of {}", self.size()),
+            })
+        }
+    }
+
+    /// Waits until every rank has arrived.
+    pub fn barrier(&self) -> Result<(), CommError> {
+        let outgoing = vec![Vec::new(); self.size()];
+        self.transport
+            .exchange(&signature::<()>("barrier", None, None), outgoing)
+            .map(drop)
+    }
+
+    /// Makes every rank's `data` a copy of the root's (lengths may differ before the call).
+    pub fn broadcast<T: Element>(&self, root: usize, data: &mut Vec<T>) -> Result<(), CommError> {
+        const OP: &str = "broadcast";
+        self.check_root(OP, root)?;
+        let outgoing = if self.rank() == root {
+            vec![to_bytes(data); self.size()]
+        } else {
+            vec![Vec::new(); self.size()]
+        };
+        let incoming = self
+            .transport
+            .exchange(&signature::<T>(OP, Some(root), None), outgoing)?;
+        if self.rank() != root {
+            *data = from_bytes(&incoming[root]);
+        }
+        Ok(())
+    }
+
+    /// Copies the root's `data` into every rank's `data`; all lengths must be equal.
+    pub fn broadcast_slice<T: Element>(
+        &self,
+        root: usize,
+        data: &mut [T],
+    ) -> Result<(), CommError> {
+        const OP: &str = "broadcast_slice";
+        self.check_root(OP, root)?;
+        let outgoing = if self.rank() == root {
+            vec![to_bytes(data); self.size()]
+        } else {
+            vec![Vec::new(); self.size()]
+        };
+        let sig = signature::<T>(OP, Some(root), Some(data.len()));
+        let incoming = self.transport.exchange(&sig, outgoing)?;
+        if self.rank() != root {
+            data.copy_from_slice(&from_bytes::<T>(&incoming[root]));
+        }
+        Ok(())
+    }
+
+    /// Collects every rank's `send` (any lengths) at the root: `Some(blocks)` there, with
+    /// `blocks[r]` from rank r; `None` elsewhere.
+    pub fn gather<T: Element>(
+        &self,
+        root: usize,
+        send: &[T],
+    ) -> Result<Option<Vec<Vec<T>>>, CommError> {
+        const OP: &str = "gather";
+        self.check_root(OP, root)?;
+        let mut outgoing = vec![Vec::new(); self.size()];
+        outgoing[root] = to_bytes(send);
+        let incoming = self
+            .transport
+            .exchange(&signature::<T>(OP, Some(root), None), outgoing)?;
+        Ok((self.rank() == root).then(|| incoming.iter().map(|b| from_bytes(b)).collect()))
+    }
+
+    /// Hands `blocks[r]` (any lengths) from the root to rank r, which returns it. The root
+    /// passes `Some` with one block per rank; other ranks pass `None` (ignored if `Some`).
+    pub fn scatter<T: Element>(
+        &self,
+        root: usize,
+        blocks: Option<&[Vec<T>]>,
+    ) -> Result<Vec<T>, CommError> {
+        const OP: &str = "scatter";
+        self.check_root(OP, root)?;
+        let outgoing = if self.rank() == root {
+            let blocks = blocks.ok_or_else(|| CommError::InvalidArgument {
+                op: OP,
+                message: format!("the root (rank {root}) passed no blocks"),
+            })?;
+            if blocks.len() != self.size() {
+                return Err(CommError::InvalidArgument {
+                    op: OP,
+                    message: format!(
+                        "the root passed {} blocks for a group of {}",
+                        blocks.len(),
+                        self.size()
+                    ),
+                });
+            }
+            blocks.iter().map(|block| to_bytes(block)).collect()
+        } else {
+            vec![Vec::new(); self.size()]
+        };
+        let incoming = self
+            .transport
+            .exchange(&signature::<T>(OP, Some(root), None), outgoing)?;
+        Ok(from_bytes(&incoming[root]))
+    }
+
+    /// Every rank's `send` (any lengths), on every rank: `blocks[r]` from rank r.
+    pub fn allgather<T: Element>(&self, send: &[T]) -> Result<Vec<Vec<T>>, CommError> {
+        let outgoing = vec![to_bytes(send); self.size()];
+        let incoming = self
+            .transport
+            .exchange(&signature::<T>("allgather", None, None), outgoing)?;
+        Ok(incoming.iter().map(|b| from_bytes(b)).collect())
+    }
+
+    /// Every rank's `send` (any lengths) concatenated in rank order, on every rank.
+    pub fn allgather_concat<T: Element>(&self, send: &[T]) -> Result<Vec<T>, CommError> {
+        Ok(self.allgather(send)?.concat())
+    }
+
+    /// Sums `data` over the ranks, in rank order, into the root's `data`; other ranks' data
+    /// is unchanged. All lengths must be equal.
+    pub fn reduce_sum<T: Summable>(&self, root: usize, data: &mut [T]) -> Result<(), CommError> {
+        const OP: &str = "reduce_sum";
+        self.check_root(OP, root)?;
+        let mut outgoing = vec![Vec::new(); self.size()];
+        outgoing[root] = to_bytes(data);
+        let sig = signature::<T>(OP, Some(root), Some(data.len()));
+        let incoming = self.transport.exchange(&sig, outgoing)?;
+        if self.rank() == root {
+            sum_in_rank_order(&incoming, data);
+        }
+        Ok(())
+    }
+
+    /// Sums `data` over the ranks, in rank order, into every rank's `data` (the same bits on
+    /// every rank). All lengths must be equal.
+    pub fn allreduce_sum<T: Summable>(&self, data: &mut [T]) -> Result<(), CommError> {
+        self.reduce_sum(0, data)?;
+        self.broadcast_slice(0, data)
+    }
+
+    /// Sends `send[j]` (any lengths) to rank j; returns `received[i]` from rank i.
+    pub fn all_to_all<T: Element>(&self, send: &[Vec<T>]) -> Result<Vec<Vec<T>>, CommError> {
+        const OP: &str = "all_to_all";
+        if send.len() != self.size() {
+            return Err(CommError::InvalidArgument {
+                op: OP,
+                message: format!("{} blocks for a group of {}", send.len(), self.size()),
+            });
+        }
+        let outgoing = send.iter().map(|block| to_bytes(block)).collect();
+        let incoming = self
+            .transport
+            .exchange(&signature::<T>(OP, None, None), outgoing)?;
+        Ok(incoming.iter().map(|b| from_bytes(b)).collect())
+    }
+
+    /// [`Comm::broadcast_slice`] on device buffers: the root's buffer is copied into every
+    /// rank's buffer (equal lengths). Simulated devices share memory and copy directly;
+    /// GPU buffers are staged through the host.
+    pub fn broadcast_buffer<T: Element>(
+        &self,
+        root: usize,
+        buffer: &mut Buffer<T>,
+    ) -> Result<(), CommError> {
+        with_host_view(buffer, |data| self.broadcast_slice(root, data))
+    }
+
+    /// [`Comm::reduce_sum`] on device buffers.
+    pub fn reduce_sum_buffer<T: Summable>(
+        &self,
+        root: usize,
+        buffer: &mut Buffer<T>,
+    ) -> Result<(), CommError> {
+        with_host_view(buffer, |data| self.reduce_sum(root, data))
+    }
+
+    /// [`Comm::allreduce_sum`] on device buffers.
+    pub fn allreduce_sum_buffer<T: Summable>(
+        &self,
+        buffer: &mut Buffer<T>,
+    ) -> Result<(), CommError> {
+        with_host_view(buffer, |data| self.allreduce_sum(data))
+    }
+
+    /// [`Comm::allgather_concat`] on device buffers: a new buffer on this rank's device.
+    pub fn allgather_buffer<T: Element>(&self, buffer: &Buffer<T>) -> Result<Buffer<T>, CommError> {
+        let gathered = match buffer.as_host_slice() {
+            Some(data) => self.allgather_concat(data)?,
+            None => self.allgather_concat(&buffer.to_host_vec()?)?,
+        };
+        Ok(self.device.upload(&gathered)?)
+    }
+}
+
+/// Runs `collective` on the buffer's elements as a host slice: in place for host memory,
+/// else downloaded and uploaded back.
+fn with_host_view<T: Element>(
+    buffer: &mut Buffer<T>,
+    collective: impl FnOnce(&mut [T]) -> Result<(), CommError>,
+) -> Result<(), CommError> {
+    if let Some(data) = buffer.as_host_slice_mut() {
+        return collective(data);
+    }
+    let mut staged = buffer.to_host_vec()?;
+    collective(&mut staged)?;
+    buffer.copy_from_host(&staged)?;
+    Ok(())
+}
+
+/// `data = incoming[0] + incoming[1] + ...`, left to right.
+fn sum_in_rank_order<T: Summable>(incoming: &[Vec<u8>], data: &mut [T]) {
+    let mut contributions = incoming.iter().map(|bytes| from_bytes::<T>(bytes));
+    if let Some(first) = contributions.next() {
+        data.copy_from_slice(&first);
+    }
+    for contribution in contributions {
+        for (acc, x) in data.iter_mut().zip(contribution) {
+            *acc = acc.add(x);
+        }
+    }
+}

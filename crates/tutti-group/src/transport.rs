@@ -1,0 +1,85 @@
+//! The transport interface: how ranks exchange bytes.
+//!
+//! Every collective of [`crate::Comm`] is one or two calls of [`Transport::exchange`], an
+//! all-to-all of byte blocks with uneven sizes. A transport only has to implement that, with
+//! the abort and mismatch rules below; the threads-in-one-process transport lives in this
+//! crate, and one spanning processes (MPI) implements the same trait.
+
+use std::fmt;
+
+use crate::CommError;
+
+/// What a rank says it is doing when it enters an exchange; all ranks of one round must
+/// agree, else every rank of the round gets [`CommError::Mismatch`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Signature {
+    /// The collective's name, e.g. `"allreduce_sum"`.
+    pub op: &'static str,
+    /// The root rank, for rooted collectives.
+    pub root: Option<usize>,
+    /// The element type's name.
+    pub element: &'static str,
+    /// The element length that must be equal on all ranks, where the collective needs one.
+    pub len: Option<usize>,
+}
+
+impl fmt::Display for Signature {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}<{}>", self.op, self.element)?;
+        if let Some(root) = self.root {
+            write!(f, " root {root}")?;
+        }
+        if let Some(len) = self.len {
+            write!(f, " len {len}")?;
+        }
+        Ok(())
+    }
+}
+
+impl Signature {
+    /// Checks that every rank's signature agrees; `signatures[r]` is rank r's.
+    pub fn check_agreement(signatures: &[Signature]) -> Result<(), CommError> {
+        let Some(first) = signatures.first() else {
+            return Ok(());
+        };
+        for (rank, signature) in signatures.iter().enumerate().skip(1) {
+            if signature != first {
+                return Err(CommError::Mismatch(format!(
+                    "rank 0 called {first} while rank {rank} called {signature}"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A way for the ranks of a group to exchange bytes.
+///
+/// Contract for implementors:
+/// - [`Transport::exchange`] is collective: every rank calls it, in the same order, with
+///   agreeing [`Signature`]s (else all get [`CommError::Mismatch`]).
+/// - After [`Transport::abort`], every rank blocked in or entering an exchange returns
+///   [`CommError::Aborted`] promptly.
+/// - After a rank calls [`Transport::leave`], ranks waiting for it return
+///   [`CommError::RankLeft`] instead of waiting forever.
+pub trait Transport: Send + Sync {
+    /// This rank, `0..size`.
+    fn rank(&self) -> usize;
+
+    /// The number of ranks.
+    fn size(&self) -> usize;
+
+    /// Sends `outgoing[j]` to rank `j` (one block per rank, any lengths, empty allowed) and
+    /// returns the blocks received, `incoming[i]` from rank `i`.
+    fn exchange(
+        &self,
+        signature: &Signature,
+        outgoing: Vec<Vec<u8>>,
+    ) -> Result<Vec<Vec<u8>>, CommError>;
+
+    /// Releases every rank from current and future exchanges with [`CommError::Aborted`].
+    fn abort(&self);
+
+    /// Marks this rank as finished: it will make no more exchanges.
+    fn leave(&self);
+}
