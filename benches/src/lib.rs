@@ -1,0 +1,62 @@
+//! Shared pieces of tutti's benchmarks: timing, and JSON results with a `_meta` block.
+#![deny(missing_docs)]
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+/// The best (smallest) wall time of `repeats` runs of `work`, after one warm-up run.
+pub fn best_time<T>(repeats: usize, mut work: impl FnMut() -> T) -> (Duration, T) {
+    let mut result = work();
+    let mut best = Duration::MAX;
+    for _ in 0..repeats.max(1) {
+        let started = Instant::now();
+        result = work();
+        best = best.min(started.elapsed());
+    }
+    (best, result)
+}
+
+/// Facts that make a result comparable: machine, cores, versions, git commit, date.
+pub fn meta(bench: &str) -> Value {
+    let command_output = |program: &str, args: &[&str]| {
+        Command::new(program)
+            .args(args)
+            .output()
+            .ok()
+            .filter(|out| out.status.success())
+            .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_string())
+    };
+    json!({
+        "bench": bench,
+        "tutti_version": env!("CARGO_PKG_VERSION"),
+        "git_commit": command_output("git", &["rev-parse", "HEAD"]),
+        "rustc": command_output("rustc", &["--version"]),
+        "host": command_output("uname", &["-srm"]),
+        "cores": tutti_backend::system::host_cores(),
+        "host_memory_bytes": tutti_backend::system::host_memory().map(|m| m.total).ok(),
+        "cuda_built": tutti_backend::cuda_built(),
+        "unix_time": std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0),
+    })
+}
+
+/// Writes `results` with its `_meta` block to `benches/results/<bench>.json` and returns
+/// the path.
+pub fn write_results(bench: &str, mut results: Value) -> std::io::Result<PathBuf> {
+    if let Value::Object(map) = &mut results {
+        map.insert("_meta".into(), meta(bench));
+    }
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("results");
+    std::fs::create_dir_all(&dir)?;
+    let path = dir.join(format!("{bench}.json"));
+    let text = serde_json::to_string_pretty(&results).map_err(std::io::Error::other)?;
+    let temporary = path.with_extension("json.tmp");
+    std::fs::write(&temporary, text + "\n")?;
+    std::fs::rename(&temporary, &path)?;
+    Ok(path)
+}
