@@ -39,7 +39,7 @@ pub enum BackendError {
     },
     /// A per-device memory cap larger than the memory the device has.
     #[error(
-        "device memory cap of {} exceeds device {device}'s memory of {}",
+        "device memory cap of {} exceeds device {device}'s memory of {}{note}",
         crate::format_bytes(*cap), crate::format_bytes(*total)
     )]
     CapExceedsDevice {
@@ -49,6 +49,8 @@ pub enum BackendError {
         total: u64,
         /// The device it was checked against, as printed by [`crate::Device`]'s `Display`.
         device: String,
+        /// Why the device has that much, where it is not obvious (simulated devices).
+        note: String,
     },
     /// A zero cap or limit, which could hold nothing.
     #[error("{what} must be positive, got 0")]

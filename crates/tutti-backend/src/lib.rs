@@ -47,7 +47,8 @@ pub fn format_bytes(bytes: u64) -> String {
     }
     let mut value = bytes as f64;
     let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < UNITS.len() {
+    // 1023.95 and up would print as "1024.0" of this unit: use the next one.
+    while value >= 1023.95 && unit + 1 < UNITS.len() {
         value /= 1024.0;
         unit += 1;
     }

@@ -167,10 +167,18 @@ impl Resources {
             for device in &devices {
                 let total = device.physical_memory()?.total;
                 if cap > total {
+                    let note = match device.kind() {
+                        DeviceKind::Host => format!(
+                            " ({} simulated device(s) share the host's memory equally)",
+                            devices.len()
+                        ),
+                        DeviceKind::Cuda => String::new(),
+                    };
                     return Err(BackendError::CapExceedsDevice {
                         cap,
                         total,
                         device: device.to_string(),
+                        note,
                     });
                 }
             }

@@ -34,8 +34,8 @@ pub fn host_memory() -> Result<HostMemory, BackendError> {
             source: std::io::Error::last_os_error(),
         });
     }
-    let total = pages as u64 * page_size as u64;
-    let available = available_pages.max(0) as u64 * page_size as u64;
+    let total = (pages as u64).saturating_mul(page_size as u64);
+    let available = (available_pages.max(0) as u64).saturating_mul(page_size as u64);
     Ok(HostMemory { total, available })
 }
 
@@ -49,7 +49,7 @@ fn parse_meminfo(text: &str) -> Option<HostMemory> {
             .trim()
             .parse()
             .ok()?;
-        Some(kib * 1024)
+        Some(kib.saturating_mul(1024))
     };
     let total = field("MemTotal:")?;
     let available = field("MemAvailable:").or_else(|| field("MemFree:"))?;
@@ -81,10 +81,16 @@ pub fn filesystem_space(path: &Path) -> Result<(u64, u64), BackendError> {
     }
     // SAFETY: statvfs returned 0, so it initialised the struct.
     let stat = unsafe { stat.assume_init() };
-    let fragment = stat.f_frsize as u64;
+    // `c_ulong` and `fsblkcnt_t` are 32-bit on some targets: the casts are no-ops only here.
+    #[allow(clippy::unnecessary_cast)]
+    let (fragment, available, blocks) = (
+        stat.f_frsize as u64,
+        stat.f_bavail as u64,
+        stat.f_blocks as u64,
+    );
     Ok((
-        stat.f_bavail as u64 * fragment,
-        stat.f_blocks as u64 * fragment,
+        available.saturating_mul(fragment),
+        blocks.saturating_mul(fragment),
     ))
 }
 
@@ -117,7 +123,7 @@ mod tests {
 
     #[test]
     fn filesystem_space_of_missing_path_is_an_error() {
-        let err = filesystem_space(Path::new("/no/such/dir/tutti")).unwrap_err();
+        let err = filesystem_space(Path::new("/no/such/dir/tutti")).expect_err("expected an error");
         assert!(err.to_string().contains("/no/such/dir/tutti"), "{err}");
     }
 }

@@ -9,6 +9,8 @@ fn format_bytes_reads_naturally() {
         (1023, "1023 B"),
         (1024, "1.0 KiB"),
         (1536, "1.5 KiB"),
+        (1_048_575, "1.0 MiB"),
+        (1_048_576, "1.0 MiB"),
         (12 * 1024 * 1024 * 1024, "12.0 GiB"),
     ] {
         assert_eq!(format_bytes(bytes), text);
@@ -44,11 +46,11 @@ fn cores_are_split_among_simulated_devices() {
 
 #[test]
 fn bad_requests_are_clear_errors() {
-    let err = Resources::cpu(0).select().unwrap_err();
+    let err = Resources::cpu(0).select().expect_err("expected an error");
     assert!(matches!(err, BackendError::ZeroDevices), "{err}");
     let err = Resources::cpu(MAX_SIMULATED_DEVICES + 1)
         .select()
-        .unwrap_err();
+        .expect_err("expected an error");
     assert!(
         matches!(err, BackendError::MoreDevicesThanExist { requested, .. } if requested == MAX_SIMULATED_DEVICES + 1),
         "{err}"
@@ -56,7 +58,7 @@ fn bad_requests_are_clear_errors() {
     let err = Resources::cpu(1)
         .with_devices(DeviceRequest::Ordinals(vec![0, 9999]))
         .select()
-        .unwrap_err();
+        .expect_err("expected an error");
     assert!(
         matches!(err, BackendError::UnknownOrdinal { ordinal: 9999, .. }),
         "{err}"
@@ -64,24 +66,28 @@ fn bad_requests_are_clear_errors() {
     let err = Resources::cpu(1)
         .with_device_memory_cap(0)
         .select()
-        .unwrap_err();
+        .expect_err("expected an error");
     assert!(err.to_string().contains("device memory cap"), "{err}");
     let huge = u64::MAX / 2;
     let err = Resources::cpu(2)
         .with_device_memory_cap(huge)
         .select()
-        .unwrap_err();
+        .expect_err("expected an error");
     assert!(
         matches!(err, BackendError::CapExceedsDevice { cap, .. } if cap == huge),
         "{err}"
     );
     assert!(err.to_string().contains("exceeds device cpu:0"), "{err}");
+    assert!(
+        err.to_string().contains("2 simulated device(s) share"),
+        "{err}"
+    );
 }
 
 #[cfg(not(feature = "cuda"))]
 #[test]
 fn gpu_request_without_cuda_build_says_so() {
-    let err = Resources::gpu(1).select().unwrap_err();
+    let err = Resources::gpu(1).select().expect_err("expected an error");
     assert!(matches!(err, BackendError::CudaNotBuilt), "{err}");
     assert!(err.to_string().contains("feature `cuda`"));
     // Auto falls back to simulated devices.
@@ -95,7 +101,10 @@ fn kind_request_parses() {
     assert_eq!("CPU".parse::<KindRequest>(), Ok(KindRequest::Cpu));
     assert_eq!("gpu".parse::<KindRequest>(), Ok(KindRequest::Gpu));
     assert_eq!("auto".parse::<KindRequest>(), Ok(KindRequest::Auto));
-    assert!("tpu".parse::<KindRequest>().unwrap_err().contains("tpu"));
+    assert!("tpu"
+        .parse::<KindRequest>()
+        .expect_err("expected an error")
+        .contains("tpu"));
 }
 
 #[test]
@@ -120,7 +129,7 @@ fn length_mismatches_are_errors() {
     let devices = Resources::cpu(1).select().expect("select");
     let a = devices[0].upload(&[1u32, 2, 3]).expect("upload");
     let mut b = devices[0].alloc_zeros::<u32>(2).expect("alloc");
-    let err = a.copy_to(&mut b).unwrap_err();
+    let err = a.copy_to(&mut b).expect_err("expected an error");
     assert!(
         matches!(
             err,
@@ -147,7 +156,9 @@ fn memory_cap_bounds_allocations_and_is_released_on_drop() {
     assert_eq!(device.memory_info().expect("info").total, 1 << 20);
     let half = device.alloc_zeros::<u8>(600 << 10).expect("fits");
     assert!(device.memory_info().expect("info").free <= 424 << 10);
-    let err = device.alloc_zeros::<u8>(600 << 10).unwrap_err();
+    let err = device
+        .alloc_zeros::<u8>(600 << 10)
+        .expect_err("expected an error");
     match err {
         BackendError::OutOfMemory {
             requested, free, ..
