@@ -5,7 +5,7 @@ use std::marker::PhantomData;
 
 use tutti_backend::{Buffer, Device, Element, Summable};
 
-use crate::transport::{Signature, Transport};
+use crate::transport::{Block, Signature, Transport};
 use crate::CommError;
 
 /// One rank's handle on its group: its rank, its device, and the collectives.
@@ -23,13 +23,33 @@ pub struct Comm<'a> {
     _one_thread: PhantomData<Cell<()>>,
 }
 
-fn to_bytes<T: Element>(data: &[T]) -> Vec<u8> {
-    bytemuck::cast_slice::<T, u8>(data).to_vec()
+fn to_block<T: Element>(data: &[T]) -> Block {
+    Block::from(bytemuck::cast_slice::<T, u8>(data))
 }
 
-fn from_bytes<T: Element>(bytes: &[u8]) -> Vec<T> {
-    // Signatures agree on the element type, so the length is a whole number of elements.
-    bytemuck::pod_collect_to_vec::<u8, T>(bytes)
+fn empty_blocks(count: usize) -> Vec<Block> {
+    let empty = Block::from(&[][..]);
+    vec![empty; count]
+}
+
+/// The elements of a block as a new vector. Signatures agree on the element type, so the
+/// length is a whole number of elements.
+fn from_block<T: Element>(block: &[u8]) -> Vec<T> {
+    bytemuck::pod_collect_to_vec::<u8, T>(block)
+}
+
+/// Copies a block into `dest`, whose length the signature has already matched.
+fn copy_block_into<T: Element>(block: &[u8], dest: &mut [T]) {
+    bytemuck::cast_slice_mut::<T, u8>(dest).copy_from_slice(block);
+}
+
+/// Calls `read` with the block's elements: in place when the block is aligned for `T`
+/// (blocks are 8-byte aligned, enough for every scalar and complex type), else on a copy.
+fn with_elements<T: Element, R>(block: &[u8], read: impl FnOnce(&[T]) -> R) -> R {
+    match bytemuck::try_cast_slice::<u8, T>(block) {
+        Ok(elements) => read(elements),
+        Err(_) => read(&from_block::<T>(block)),
+    }
 }
 
 fn signature<T>(op: &'static str, root: Option<usize>, len: Option<usize>) -> Signature {
@@ -78,9 +98,24 @@ impl<'a> Comm<'a> {
         }
     }
 
+    /// The root's outgoing blocks of a broadcast: one shared copy of `data` for every other
+    /// rank, nothing to itself; empty blocks on the other ranks.
+    fn rooted_outgoing<T: Element>(&self, root: usize, data: &[T]) -> Vec<Block> {
+        let mut outgoing = empty_blocks(self.size());
+        if self.rank() == root {
+            let block = to_block(data);
+            for (rank, slot) in outgoing.iter_mut().enumerate() {
+                if rank != root {
+                    *slot = block.clone();
+                }
+            }
+        }
+        outgoing
+    }
+
     /// Waits until every rank has arrived.
     pub fn barrier(&self) -> Result<(), CommError> {
-        let outgoing = vec![Vec::new(); self.size()];
+        let outgoing = empty_blocks(self.size());
         self.transport
             .exchange(&signature::<()>("barrier", None, None), outgoing)
             .map(drop)
@@ -90,16 +125,12 @@ impl<'a> Comm<'a> {
     pub fn broadcast<T: Element>(&self, root: usize, data: &mut Vec<T>) -> Result<(), CommError> {
         const OP: &str = "broadcast";
         self.check_root(OP, root)?;
-        let outgoing = if self.rank() == root {
-            vec![to_bytes(data); self.size()]
-        } else {
-            vec![Vec::new(); self.size()]
-        };
+        let outgoing = self.rooted_outgoing(root, data);
         let incoming = self
             .transport
             .exchange(&signature::<T>(OP, Some(root), None), outgoing)?;
         if self.rank() != root {
-            *data = from_bytes(&incoming[root]);
+            *data = from_block(&incoming[root]);
         }
         Ok(())
     }
@@ -112,15 +143,11 @@ impl<'a> Comm<'a> {
     ) -> Result<(), CommError> {
         const OP: &str = "broadcast_slice";
         self.check_root(OP, root)?;
-        let outgoing = if self.rank() == root {
-            vec![to_bytes(data); self.size()]
-        } else {
-            vec![Vec::new(); self.size()]
-        };
+        let outgoing = self.rooted_outgoing(root, data);
         let sig = signature::<T>(OP, Some(root), Some(data.len()));
         let incoming = self.transport.exchange(&sig, outgoing)?;
         if self.rank() != root {
-            data.copy_from_slice(&from_bytes::<T>(&incoming[root]));
+            copy_block_into(&incoming[root], data);
         }
         Ok(())
     }
@@ -134,12 +161,12 @@ impl<'a> Comm<'a> {
     ) -> Result<Option<Vec<Vec<T>>>, CommError> {
         const OP: &str = "gather";
         self.check_root(OP, root)?;
-        let mut outgoing = vec![Vec::new(); self.size()];
-        outgoing[root] = to_bytes(send);
+        let mut outgoing = empty_blocks(self.size());
+        outgoing[root] = to_block(send);
         let incoming = self
             .transport
             .exchange(&signature::<T>(OP, Some(root), None), outgoing)?;
-        Ok((self.rank() == root).then(|| incoming.iter().map(|b| from_bytes(b)).collect()))
+        Ok((self.rank() == root).then(|| incoming.iter().map(|b| from_block(b)).collect()))
     }
 
     /// Hands `blocks[r]` (any lengths) from the root to rank r, which returns it. The root
@@ -166,23 +193,23 @@ impl<'a> Comm<'a> {
                     ),
                 });
             }
-            blocks.iter().map(|block| to_bytes(block)).collect()
+            blocks.iter().map(|block| to_block(block)).collect()
         } else {
-            vec![Vec::new(); self.size()]
+            empty_blocks(self.size())
         };
         let incoming = self
             .transport
             .exchange(&signature::<T>(OP, Some(root), None), outgoing)?;
-        Ok(from_bytes(&incoming[root]))
+        Ok(from_block(&incoming[root]))
     }
 
     /// Every rank's `send` (any lengths), on every rank: `blocks[r]` from rank r.
     pub fn allgather<T: Element>(&self, send: &[T]) -> Result<Vec<Vec<T>>, CommError> {
-        let outgoing = vec![to_bytes(send); self.size()];
+        let outgoing = vec![to_block(send); self.size()];
         let incoming = self
             .transport
             .exchange(&signature::<T>("allgather", None, None), outgoing)?;
-        Ok(incoming.iter().map(|b| from_bytes(b)).collect())
+        Ok(incoming.iter().map(|b| from_block(b)).collect())
     }
 
     /// Every rank's `send` (any lengths) concatenated in rank order, on every rank.
@@ -195,12 +222,14 @@ impl<'a> Comm<'a> {
     pub fn reduce_sum<T: Summable>(&self, root: usize, data: &mut [T]) -> Result<(), CommError> {
         const OP: &str = "reduce_sum";
         self.check_root(OP, root)?;
-        let mut outgoing = vec![Vec::new(); self.size()];
-        outgoing[root] = to_bytes(data);
+        let mut outgoing = empty_blocks(self.size());
+        if self.rank() != root {
+            outgoing[root] = to_block(data);
+        }
         let sig = signature::<T>(OP, Some(root), Some(data.len()));
         let incoming = self.transport.exchange(&sig, outgoing)?;
         if self.rank() == root {
-            sum_in_rank_order(&incoming, data);
+            sum_in_rank_order(&incoming, root, data);
         }
         Ok(())
     }
@@ -221,11 +250,11 @@ impl<'a> Comm<'a> {
                 message: format!("{} blocks for a group of {}", send.len(), self.size()),
             });
         }
-        let outgoing = send.iter().map(|block| to_bytes(block)).collect();
+        let outgoing = send.iter().map(|block| to_block(block)).collect();
         let incoming = self
             .transport
             .exchange(&signature::<T>(OP, None, None), outgoing)?;
-        Ok(incoming.iter().map(|b| from_bytes(b)).collect())
+        Ok(incoming.iter().map(|b| from_block(b)).collect())
     }
 
     /// [`Comm::broadcast_slice`] on device buffers: the root's buffer is copied into every
@@ -281,15 +310,28 @@ fn with_host_view<T: Element>(
     Ok(())
 }
 
-/// `data = incoming[0] + incoming[1] + ...`, left to right.
-fn sum_in_rank_order<T: Summable>(incoming: &[Vec<u8>], data: &mut [T]) {
-    let mut contributions = incoming.iter().map(|bytes| from_bytes::<T>(bytes));
-    if let Some(first) = contributions.next() {
-        data.copy_from_slice(&first);
-    }
-    for contribution in contributions {
-        for (acc, x) in data.iter_mut().zip(contribution) {
-            *acc = acc.add(x);
+/// At the root: `data = x_0 + x_1 + ...`, added left to right, where `x_r` is
+/// `incoming[r]` and the root's own contribution is `data` itself.
+fn sum_in_rank_order<T: Summable>(incoming: &[Block], root: usize, data: &mut [T]) {
+    if root == 0 {
+        for block in &incoming[1..] {
+            with_elements(block, |x: &[T]| add_into(data, x));
         }
+        return;
+    }
+    let own = data.to_vec();
+    with_elements(&incoming[0], |x: &[T]| data.copy_from_slice(x));
+    for (rank, block) in incoming.iter().enumerate().skip(1) {
+        if rank == root {
+            add_into(data, &own);
+        } else {
+            with_elements(block, |x: &[T]| add_into(data, x));
+        }
+    }
+}
+
+fn add_into<T: Summable>(acc: &mut [T], x: &[T]) {
+    for (a, &b) in acc.iter_mut().zip(x) {
+        *a = a.add(b);
     }
 }

@@ -2,7 +2,7 @@
 
 use std::sync::{Condvar, Mutex, MutexGuard};
 
-use crate::transport::{Signature, Transport};
+use crate::transport::{Block, Signature, Transport};
 use crate::CommError;
 
 /// The shared state of one group's in-process exchanges.
@@ -21,9 +21,9 @@ struct RoundState {
     /// Completed rounds.
     round: u64,
     /// Signature and outgoing blocks of each rank in the current round.
-    deposits: Vec<Option<(Signature, Vec<Vec<u8>>)>>,
+    deposits: Vec<Option<(Signature, Vec<Block>)>>,
     /// Incoming blocks of each rank from the last completed round.
-    delivered: Vec<Vec<Vec<u8>>>,
+    delivered: Vec<Vec<Block>>,
     /// The last completed round's verdict (a mismatch is given to every rank).
     verdict: Result<(), CommError>,
     aborted: bool,
@@ -95,8 +95,8 @@ impl LocalMailbox {
         &self,
         rank: usize,
         signature: &Signature,
-        outgoing: Vec<Vec<u8>>,
-    ) -> Result<Vec<Vec<u8>>, CommError> {
+        outgoing: Vec<Block>,
+    ) -> Result<Vec<Block>, CommError> {
         if outgoing.len() != self.size {
             return Err(CommError::InvalidArgument {
                 op: signature.op,
@@ -150,7 +150,7 @@ impl LocalMailbox {
     /// Moves every deposit to its destination and opens the next round.
     fn complete_round(&self, state: &mut RoundState) {
         let mut signatures = Vec::with_capacity(self.size);
-        let mut delivered: Vec<Vec<Vec<u8>>> = vec![Vec::with_capacity(self.size); self.size];
+        let mut delivered: Vec<Vec<Block>> = vec![Vec::with_capacity(self.size); self.size];
         for deposit in state.deposits.iter_mut() {
             let (signature, outgoing) = deposit.take().unwrap_or_else(|| {
                 unreachable!("complete_round runs only when every rank has deposited")
@@ -184,8 +184,8 @@ impl Transport for LocalEndpoint<'_> {
     fn exchange(
         &self,
         signature: &Signature,
-        outgoing: Vec<Vec<u8>>,
-    ) -> Result<Vec<Vec<u8>>, CommError> {
+        outgoing: Vec<Block>,
+    ) -> Result<Vec<Block>, CommError> {
         self.mailbox.exchange(self.rank, signature, outgoing)
     }
 
@@ -213,8 +213,8 @@ impl Transport for SoloTransport {
     fn exchange(
         &self,
         signature: &Signature,
-        outgoing: Vec<Vec<u8>>,
-    ) -> Result<Vec<Vec<u8>>, CommError> {
+        outgoing: Vec<Block>,
+    ) -> Result<Vec<Block>, CommError> {
         if outgoing.len() != 1 {
             return Err(CommError::InvalidArgument {
                 op: signature.op,

@@ -6,8 +6,13 @@
 //! crate, and one spanning processes (MPI) implements the same trait.
 
 use std::fmt;
+use std::sync::Arc;
 
 use crate::CommError;
+
+/// A block of bytes in an exchange. Shared, so that one block sent to many ranks (a
+/// broadcast) is not copied once per rank.
+pub type Block = Arc<[u8]>;
 
 /// What a rank says it is doing when it enters an exchange; all ranks of one round must
 /// agree, else every rank of the round gets [`CommError::Mismatch`].
@@ -74,8 +79,8 @@ pub trait Transport: Send + Sync {
     fn exchange(
         &self,
         signature: &Signature,
-        outgoing: Vec<Vec<u8>>,
-    ) -> Result<Vec<Vec<u8>>, CommError>;
+        outgoing: Vec<Block>,
+    ) -> Result<Vec<Block>, CommError>;
 
     /// Releases every rank from current and future exchanges with [`CommError::Aborted`].
     fn abort(&self);
