@@ -5,6 +5,7 @@ use std::time::Instant;
 use clap::Args;
 use tutti_backend::{format_bytes, DeviceRequest, KindRequest, Resources};
 use tutti_group::{CommError, Group, RunError};
+use tutti_plan::{Budget, ObjectSpec, Planner, SpillStore, Tier};
 
 /// Options of `tutti demo`.
 #[derive(Args)]
@@ -34,6 +35,7 @@ pub fn run(args: &DemoArgs) -> Result<(), String> {
     );
     collective_round_trip(&group, args.len)?;
     abort_round_trip(&group)?;
+    plan_and_spill(&resources)?;
     println!("demo: all checks passed");
     Ok(())
 }
@@ -161,5 +163,70 @@ fn abort_round_trip(group: &Group) -> Result<(), String> {
         }
         Err(other) => Err(format!("abort returned the wrong error: {other}")),
         Ok(_) => Err("the injected failure was not reported".into()),
+    }
+}
+
+/// A plan for a made-up out-of-core problem on devices capped at 64 MiB, a refusal of one
+/// that cannot fit, and a spill file written, read back and removed.
+fn plan_and_spill(resources: &Resources) -> Result<(), String> {
+    const CAP: u64 = 64 << 20;
+    let capped = resources.clone().with_device_memory_cap(CAP);
+    let devices = capped.select().map_err(|e| e.to_string())?;
+    let budget = Budget::from_devices(&devices, &capped).map_err(|e| e.to_string())?;
+    let objects = [
+        ObjectSpec::shared("operator cores", 4 << 20, 8).first_used_at(0),
+        ObjectSpec::per_device("sketch environments", 24 << 20, 1).first_used_at(1),
+        ObjectSpec::shared("state cores", 256 << 20, 4).first_used_at(2),
+    ];
+    let plan = Planner::new(budget)
+        .plan(&objects)
+        .map_err(|e| e.to_string())?;
+    println!("plan: devices capped at {}", format_bytes(CAP));
+    for line in plan.to_string().lines() {
+        println!("  {line}");
+    }
+    let expected = [Tier::Device, Tier::Device, Tier::Host];
+    let placed_as_expected = objects
+        .iter()
+        .zip(expected)
+        .all(|(object, tier)| plan.tier_of(object.name()) == Some(tier));
+    if !placed_as_expected {
+        return Err("the planner placed the demo objects unexpectedly".into());
+    }
+
+    let too_big = Budget::new(devices.len(), CAP, 1 << 30, 1 << 30).map_err(|e| e.to_string())?;
+    match Planner::new(too_big).plan(&[ObjectSpec::per_device("dense operator", 40 << 30, 1)]) {
+        Err(refusal) => println!("plan: an infeasible problem is refused up front: {refusal}"),
+        Ok(_) => return Err("the planner accepted an infeasible problem".into()),
+    }
+
+    let store = SpillStore::for_resources(&capped).map_err(|e| e.to_string())?;
+    let dir = store.dir().to_path_buf();
+    let values: Vec<f64> = (0..1 << 16).map(|i| (i as f64).sqrt()).collect();
+    let mut writer = store.create_file("demo-block").map_err(|e| e.to_string())?;
+    writer.write_f64s(&values).map_err(|e| e.to_string())?;
+    let written = writer.finish().map_err(|e| e.to_string())?;
+    let mut back = vec![0.0; values.len()];
+    store
+        .open_file("demo-block")
+        .and_then(|mut reader| reader.read_f64s(&mut back))
+        .map_err(|e| e.to_string())?;
+    store.close().map_err(|e| e.to_string())?;
+    let round_trip_ok = back == values && !dir.exists();
+    println!(
+        "spill: wrote {} to {}, read it back {}, directory removed: {}",
+        format_bytes(written),
+        dir.display(),
+        if back == values {
+            "identical"
+        } else {
+            "DIFFERENT"
+        },
+        if dir.exists() { "no" } else { "yes" }
+    );
+    if round_trip_ok {
+        Ok(())
+    } else {
+        Err("the spill round trip failed".into())
     }
 }
