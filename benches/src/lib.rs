@@ -13,7 +13,8 @@ pub fn best_time<T>(repeats: usize, mut work: impl FnMut() -> T) -> (Duration, T
     let mut best = Duration::MAX;
     for _ in 0..repeats.max(1) {
         let started = Instant::now();
-        result = work();
+        // black_box keeps a pure computation from being moved out of the timed region.
+        result = std::hint::black_box(work());
         best = best.min(started.elapsed());
     }
     (best, result)
