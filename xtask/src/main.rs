@@ -1,1 +1,106 @@
-fn main() {}
+//! tutti's build tasks, run as `cargo xtask <task>` (a cargo alias in `.cargo/config.toml`).
+//!
+//! - `header [--check]`: generate `include/tutti.h` with cbindgen, or check it is current.
+//! - `ffi-test`: build libtutti and run the C, Fortran and Python tests of the C ABI.
+//! - `demo [ARGS...]`: `cargo run --release -p tutti-cli -- demo ARGS...`.
+//! - `bench [NAME...]`: run the named binaries of `tutti-benches` (all when none is named).
+//! - `ci`: install missing tools, then formatting, lints, tests, the cuda build, the header
+//!   check and the FFI tests, failing fast.
+
+mod ci;
+mod ffi;
+mod header;
+mod tools;
+
+use std::process::ExitCode;
+
+use tools::{cargo, run, Failure, Workspace};
+
+const USAGE: &str = "\
+usage: cargo xtask <task> [args]
+
+tasks:
+  header [--check]   generate include/tutti.h with cbindgen; --check fails if it is stale
+  ffi-test           build libtutti, run the C, Fortran (gfortran) and Python (pytest) tests
+  demo [ARGS...]     cargo run --release -p tutti-cli -- demo ARGS...
+  bench [NAME...]    run the tutti-benches binaries NAME... (all of them when none is named)
+  ci                 install missing tools, then fmt, clippy, test, cuda clippy, header check,
+                     ffi-test; stops at the first failure
+";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match dispatch(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => {
+            eprintln!("xtask: error: {failure}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn dispatch(args: &[String]) -> Result<(), Failure> {
+    let Some((task, rest)) = args.split_first() else {
+        print!("{USAGE}");
+        return Err(Failure::new("no task given"));
+    };
+    match task.as_str() {
+        "header" => match rest {
+            [] => header::generate(&Workspace::load()?),
+            [flag] if flag == "--check" => header::check(&Workspace::load()?),
+            _ => Err(Failure::new(format!(
+                "header takes only `--check`, got {rest:?}"
+            ))),
+        },
+        "ffi-test" => {
+            no_args(task, rest)?;
+            ffi::run_all(&Workspace::load()?)
+        }
+        "demo" => run(cargo()
+            .args(["run", "--release", "-p", "tutti-cli", "--", "demo"])
+            .args(rest)),
+        "bench" => bench(&Workspace::load()?, rest),
+        "ci" => {
+            no_args(task, rest)?;
+            ci::run_all()
+        }
+        "help" | "-h" | "--help" => {
+            print!("{USAGE}");
+            Ok(())
+        }
+        other => {
+            eprint!("{USAGE}");
+            Err(Failure::new(format!("unknown task `{other}`")))
+        }
+    }
+}
+
+fn no_args(task: &str, rest: &[String]) -> Result<(), Failure> {
+    if rest.is_empty() {
+        Ok(())
+    } else {
+        Err(Failure::new(format!(
+            "{task} takes no arguments, got {rest:?}"
+        )))
+    }
+}
+
+/// Runs `cargo run --release -p tutti-benches --bin NAME` for each name, or for every binary
+/// of the package when none is named.
+fn bench(workspace: &Workspace, names: &[String]) -> Result<(), Failure> {
+    const PACKAGE: &str = "tutti-benches";
+    let names: Vec<String> = if names.is_empty() {
+        let bins = workspace.binaries(PACKAGE)?;
+        if bins.is_empty() {
+            return Err(Failure::new(format!("{PACKAGE} has no binaries to run")));
+        }
+        bins
+    } else {
+        names.to_vec()
+    };
+    for name in &names {
+        println!("==> bench {name}");
+        run(cargo().args(["run", "--release", "-p", PACKAGE, "--bin", name]))?;
+    }
+    Ok(())
+}

@@ -1,2 +1,46 @@
-//! placeholder
+//! tutti's C ABI: the library `libtutti.so` / `libtutti.a` and its header `include/tutti.h`.
+//!
+//! # The contract, for every entry point
+//!
+//! - Every function is `#[no_mangle] pub extern "C"` and returns an `int` holding one value
+//!   of [`TuttiStatus`]: `TUTTI_OK` (0) on success, a negative error kind otherwise. Callers
+//!   must treat any negative value as an error, including kinds added by later versions.
+//! - Panics never cross the boundary: each entry point runs inside
+//!   [`boundary::ffi_call`], which turns a panic into `TUTTI_ERROR_PANIC`.
+//! - Each call of an entry point that returns a status replaces the calling thread's last
+//!   error message: empty on success, a sentence naming the function and the argument at
+//!   fault on failure. [`tutti_last_error`] reads it.
+//! - Outputs are written only on success; on failure the caller's memory is left untouched.
+//! - NULL pointers and empty inputs are errors (`TUTTI_ERROR_NULL_POINTER`,
+//!   `TUTTI_ERROR_INVALID_ARGUMENT`), never crashes. Each pointer argument is checked by the
+//!   helpers of [`boundary`].
+//! - The free_c contract: every buffer or object the library returns is allocated by Rust
+//!   and released exactly once with [`tutti_free_c`] (never with C's `free`). Freeing NULL is
+//!   a no-op.
+//!
+//! # Layout
+//!
+//! The core, shared by every entry point: [`status`] (the status enum and the error a call
+//! fails with), [`boundary`] (the panic boundary, the last error and the argument checks),
+//! [`memory`] (buffers handed to C and [`tutti_free_c`]). Entry points live in one module per
+//! area: [`version`], [`devices`]; a workload adds its own module (`fmm`, `sweep`, ...) on the
+//! same core. The modules are ordinary Rust, tested from Rust; the `cdylib` and `staticlib`
+//! are a thin artifact over them.
+//!
+//! The header is generated from this crate by cbindgen (`cargo xtask header`): doc comments
+//! here are the C documentation.
 #![deny(missing_docs)]
+
+pub mod boundary;
+pub mod devices;
+pub mod memory;
+pub mod status;
+pub mod version;
+
+pub use boundary::tutti_last_error;
+pub use devices::{
+    tutti_device_count, tutti_device_info, TuttiDeviceInfo, TuttiKind, TUTTI_MAX_SIMULATED_DEVICES,
+};
+pub use memory::tutti_free_c;
+pub use status::{tutti_status_name, Error, TuttiStatus};
+pub use version::tutti_version;

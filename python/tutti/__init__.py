@@ -1,0 +1,207 @@
+"""Python bindings to tutti's C ABI (``include/tutti.h``) through ctypes.
+
+The library is found, in order, at the path in the ``TUTTI_LIB`` environment variable, else at
+the newer of ``target/release/libtutti.so`` and ``target/debug/libtutti.so`` in the repository
+holding this package (build it with ``cargo build -p tutti-capi``).
+
+Every failing call raises :class:`TuttiError`, carrying the C status and the library's message::
+
+    >>> import tutti
+    >>> major, minor, patch = tutti.version()
+    >>> tutti.device_info(tutti.Kind.CPU, count=2, index=1).index
+    1
+    >>> tutti.device_info(tutti.Kind.CPU, count=2, index=2)
+    Traceback (most recent call last):
+    tutti.TuttiError: tutti_device_info: argument `index` is 2, out of range: ...
+"""
+
+from __future__ import annotations
+
+import ctypes
+import enum
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = [
+    "Kind",
+    "Status",
+    "TuttiError",
+    "DeviceInfo",
+    "MAX_SIMULATED_DEVICES",
+    "library_path",
+    "version",
+    "device_count",
+    "device_info",
+]
+
+#: The most simulated (CPU) devices one selection may open (TUTTI_MAX_SIMULATED_DEVICES).
+MAX_SIMULATED_DEVICES = 256
+
+
+class Status(enum.IntEnum):
+    """TuttiStatus: what every C function returns. Negative values are errors."""
+
+    OK = 0
+    ERROR_INVALID_ARGUMENT = -1
+    ERROR_NULL_POINTER = -2
+    ERROR_UNSUPPORTED = -3
+    ERROR_DEVICE = -4
+    ERROR_OUT_OF_MEMORY = -5
+    ERROR_IO = -6
+    ERROR_PANIC = -7
+
+
+class Kind(enum.IntEnum):
+    """TuttiKind: which kind of device a call uses."""
+
+    CPU = 0
+    GPU = 1
+    AUTO = 2
+
+
+class TuttiError(Exception):
+    """A tutti call failed.
+
+    ``status`` is the C status (a :class:`Status` when this version knows it, else the raw
+    int), ``message`` the library's ``tutti_last_error()`` for the call.
+    """
+
+    def __init__(self, status: int, message: str):
+        try:
+            status = Status(status)
+            name = f"TUTTI_{status.name}"
+        except ValueError:
+            name = "TUTTI_ERROR_UNKNOWN"
+        super().__init__(f"{message} ({name}, status {int(status)})")
+        self.status = status
+        self.message = message
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """One device of a selection (TuttiDeviceInfo, with the name copied and released)."""
+
+    kind: Kind
+    ordinal: int
+    index: int
+    threads: int
+    free_bytes: int
+    total_bytes: int
+    name: str
+
+
+class _CDeviceInfo(ctypes.Structure):
+    _fields_ = [
+        ("kind", ctypes.c_int),
+        ("ordinal", ctypes.c_int),
+        ("index", ctypes.c_int),
+        ("threads", ctypes.c_int),
+        ("free_bytes", ctypes.c_uint64),
+        ("total_bytes", ctypes.c_uint64),
+        # c_void_p rather than c_char_p: ctypes would copy a c_char_p and lose the pointer
+        # that tutti_free_c must release.
+        ("name", ctypes.c_void_p),
+    ]
+
+
+_REPO = Path(__file__).resolve().parents[2]
+
+
+def library_path() -> Path:
+    """Where libtutti is loaded from (see the module documentation)."""
+    explicit = os.environ.get("TUTTI_LIB")
+    if explicit:
+        path = Path(explicit)
+        if not path.is_file():
+            raise FileNotFoundError(f"TUTTI_LIB={explicit} is not a file")
+        return path
+    candidates = [_REPO / "target" / profile / "libtutti.so" for profile in ("release", "debug")]
+    built = [path for path in candidates if path.is_file()]
+    if not built:
+        raise FileNotFoundError(
+            "libtutti.so not found: set TUTTI_LIB, or build it with "
+            f"`cargo build -p tutti-capi` (looked in {', '.join(map(str, candidates))})"
+        )
+    return max(built, key=lambda path: path.stat().st_mtime)
+
+
+def _load() -> ctypes.CDLL:
+    lib = ctypes.CDLL(str(library_path()))
+    int_p = ctypes.POINTER(ctypes.c_int)
+    signatures = {
+        "tutti_version": ([int_p, int_p, int_p], ctypes.c_int),
+        "tutti_device_count": ([ctypes.c_int, int_p], ctypes.c_int),
+        "tutti_device_info": (
+            [ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.POINTER(_CDeviceInfo)],
+            ctypes.c_int,
+        ),
+        "tutti_last_error": ([], ctypes.c_char_p),
+        "tutti_status_name": ([ctypes.c_int], ctypes.c_char_p),
+        "tutti_free_c": ([ctypes.c_void_p], ctypes.c_int),
+    }
+    for name, (argtypes, restype) in signatures.items():
+        function = getattr(lib, name)
+        function.argtypes = argtypes
+        function.restype = restype
+    return lib
+
+
+_lib = _load()
+
+
+def _check(status: int) -> None:
+    """Raises TuttiError for a negative status, with the calling thread's message."""
+    if status < 0:
+        message = _lib.tutti_last_error().decode("utf-8", errors="replace")
+        raise TuttiError(status, message)
+
+
+def _int(value: int, name: str) -> ctypes.c_int:
+    """An int argument, refusing values a C int cannot hold (ctypes would wrap them)."""
+    if not -(2**31) <= int(value) < 2**31:
+        raise TuttiError(
+            Status.ERROR_INVALID_ARGUMENT, f"argument `{name}` is {value}: too large for an int"
+        )
+    return ctypes.c_int(int(value))
+
+
+def version() -> tuple[int, int, int]:
+    """The loaded library's version as (major, minor, patch)."""
+    major, minor, patch = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
+    _check(_lib.tutti_version(ctypes.byref(major), ctypes.byref(minor), ctypes.byref(patch)))
+    return major.value, minor.value, patch.value
+
+
+def device_count(kind: Kind | int = Kind.AUTO) -> int:
+    """How many devices of ``kind`` a computation may use by default.
+
+    CPU: the host's core count. GPU: the CUDA device count (TuttiError with
+    ``Status.ERROR_UNSUPPORTED`` from a library built without CUDA). AUTO: GPUs if any, else CPU.
+    """
+    count = ctypes.c_int()
+    _check(_lib.tutti_device_count(_int(kind, "kind"), ctypes.byref(count)))
+    return count.value
+
+
+def device_info(kind: Kind | int, count: int, index: int) -> DeviceInfo:
+    """Device ``index`` (0-based) of a selection of the first ``count`` devices of ``kind``."""
+    raw = _CDeviceInfo()
+    _check(
+        _lib.tutti_device_info(
+            _int(kind, "kind"), _int(count, "count"), _int(index, "index"), ctypes.byref(raw)
+        )
+    )
+    try:
+        name = ctypes.string_at(raw.name).decode("utf-8", errors="replace")
+    finally:
+        _check(_lib.tutti_free_c(raw.name))
+    return DeviceInfo(
+        kind=Kind(raw.kind),
+        ordinal=raw.ordinal,
+        index=raw.index,
+        threads=raw.threads,
+        free_bytes=raw.free_bytes,
+        total_bytes=raw.total_bytes,
+        name=name,
+    )

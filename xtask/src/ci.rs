@@ -1,0 +1,124 @@
+//! `cargo xtask ci`: everything CI checks, in order, stopping at the first failure.
+
+use std::time::{Duration, Instant};
+
+use crate::tools::{cargo, ensure_ffi_tools, run, Failure, Workspace};
+use crate::{ffi, header};
+
+type Action = Box<dyn FnOnce() -> Result<(), Failure>>;
+
+fn cargo_step(args: &'static [&'static str]) -> Action {
+    Box::new(move || run(cargo().args(args)))
+}
+
+pub fn run_all() -> Result<(), Failure> {
+    let steps: Vec<(&str, Action)> = vec![
+        (
+            "install missing tools (gfortran, pytest)",
+            Box::new(ensure_ffi_tools),
+        ),
+        (
+            "cargo fmt --all -- --check",
+            cargo_step(&["fmt", "--all", "--", "--check"]),
+        ),
+        (
+            "cargo clippy --workspace --all-targets -- -D warnings",
+            cargo_step(&[
+                "clippy",
+                "--workspace",
+                "--all-targets",
+                "--",
+                "-D",
+                "warnings",
+            ]),
+        ),
+        (
+            "cargo test --workspace",
+            cargo_step(&["test", "--workspace"]),
+        ),
+        (
+            "cargo check -p tutti-backend --features cuda",
+            cargo_step(&["check", "-p", "tutti-backend", "--features", "cuda"]),
+        ),
+        (
+            "cargo clippy (cuda feature) -p tutti-backend -p tutti-capi",
+            cargo_step(&[
+                "clippy",
+                "-p",
+                "tutti-backend",
+                "-p",
+                "tutti-capi",
+                "--all-targets",
+                "--features",
+                "tutti-backend/cuda,tutti-capi/cuda",
+                "--",
+                "-D",
+                "warnings",
+            ]),
+        ),
+        (
+            "cargo xtask header --check",
+            Box::new(|| header::check(&Workspace::load()?)),
+        ),
+        (
+            "cargo xtask ffi-test",
+            Box::new(|| ffi::run_all(&Workspace::load()?)),
+        ),
+    ];
+
+    let total = steps.len();
+    let started = Instant::now();
+    let mut times: Vec<(&str, Duration)> = Vec::new();
+    let mut failure = None;
+    for (number, (name, action)) in steps.into_iter().enumerate() {
+        println!(
+            "\n==================== [{}/{total}] {name} ====================",
+            number + 1
+        );
+        let step_started = Instant::now();
+        let result = action();
+        let elapsed = step_started.elapsed();
+        times.push((name, elapsed));
+        match result {
+            Ok(()) => println!(
+                "---- [{}/{total}] {name}: ok in {}",
+                number + 1,
+                seconds(elapsed)
+            ),
+            Err(err) => {
+                println!(
+                    "---- [{}/{total}] {name}: FAILED in {}",
+                    number + 1,
+                    seconds(elapsed)
+                );
+                failure = Some(format!(
+                    "step {}/{total} `{name}` failed: {err}",
+                    number + 1
+                ));
+                break;
+            }
+        }
+    }
+
+    println!("\nci summary:");
+    for (index, (name, elapsed)) in times.iter().enumerate() {
+        let verdict = if failure.is_some() && index + 1 == times.len() {
+            "FAILED"
+        } else {
+            "ok"
+        };
+        println!("  {verdict:>6}  {:>8}  {name}", seconds(*elapsed));
+    }
+    println!("  total   {:>8}", seconds(started.elapsed()));
+    match failure {
+        None => {
+            println!("ci: all {total} steps passed");
+            Ok(())
+        }
+        Some(message) => Err(Failure::new(message)),
+    }
+}
+
+fn seconds(duration: Duration) -> String {
+    format!("{:.1}s", duration.as_secs_f64())
+}

@@ -1,0 +1,141 @@
+//! `cargo xtask ffi-test`: the C, Fortran and Python programs that link the built libtutti.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::tools::{cargo, ensure_ffi_tools, on_path, run, succeeds, Failure, Workspace};
+
+/// Builds libtutti (debug), then compiles and runs `ffi-tests/c` with gcc (plain and under
+/// AddressSanitizer), `ffi-tests/fortran` with gfortran (under valgrind when it is installed),
+/// and the pytest suite of `python/tests` against it.
+pub fn run_all(workspace: &Workspace) -> Result<(), Failure> {
+    ensure_ffi_tools()?;
+    let root = &workspace.root;
+    run(cargo().args(["build", "-p", "tutti-capi"]))?;
+    let lib_dir = workspace.target_dir.join("debug");
+    let library = lib_dir.join("libtutti.so");
+    if !library.is_file() {
+        return Err(Failure::new(format!(
+            "the build did not produce {}",
+            library.display()
+        )));
+    }
+    let build = root.join("ffi-tests").join("build");
+    std::fs::create_dir_all(&build)
+        .map_err(|err| Failure::new(format!("creating {}: {err}", build.display())))?;
+    let link = |command: &mut Command| {
+        command
+            .arg(format!("-L{}", lib_dir.display()))
+            .arg(format!("-Wl,-rpath,{}", lib_dir.display()))
+            .arg("-ltutti");
+    };
+
+    println!("==> C: ffi-tests/c/test_basic.c");
+    let c_source = root.join("ffi-tests/c/test_basic.c");
+    let c_flags = [
+        "-std=c11",
+        "-Wall",
+        "-Wextra",
+        "-Wpedantic",
+        "-Werror",
+        "-g",
+    ];
+    let c_binary = build.join("test_basic_c");
+    let mut gcc = Command::new("gcc");
+    gcc.args(c_flags)
+        .arg(format!("-I{}", root.join("include").display()))
+        .arg(&c_source)
+        .arg("-o")
+        .arg(&c_binary);
+    link(&mut gcc);
+    run(&mut gcc)?;
+    run(Command::new(&c_binary).current_dir(root))?;
+
+    println!("==> C under AddressSanitizer and UBSan");
+    let asan_binary = build.join("test_basic_c_asan");
+    let mut gcc = Command::new("gcc");
+    gcc.args(c_flags)
+        .args([
+            "-fsanitize=address,undefined",
+            "-fno-omit-frame-pointer",
+            "-fno-sanitize-recover=all",
+        ])
+        .arg(format!("-I{}", root.join("include").display()))
+        .arg(&c_source)
+        .arg("-o")
+        .arg(&asan_binary);
+    link(&mut gcc);
+    if sanitizers_available(&build) {
+        run(&mut gcc)?;
+        run(Command::new(&asan_binary)
+            .current_dir(root)
+            .env("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0"))?;
+    } else {
+        println!("gcc cannot link -fsanitize=address,undefined here: skipped");
+    }
+
+    println!("==> Fortran: ffi-tests/fortran/test_basic.f90");
+    let fortran_binary = build.join("test_basic_f");
+    let mut gfortran = Command::new("gfortran");
+    gfortran
+        .args(["-std=f2008", "-Wall", "-fcheck=all", "-g"])
+        .arg("-J")
+        .arg(&build)
+        .arg(root.join("ffi-tests/fortran/tutti.f90"))
+        .arg(root.join("ffi-tests/fortran/test_basic.f90"))
+        .arg("-o")
+        .arg(&fortran_binary);
+    link(&mut gfortran);
+    run(&mut gfortran)?;
+    if on_path("valgrind") {
+        println!("(under valgrind)");
+        run(Command::new("valgrind")
+            .args([
+                "--quiet",
+                "--error-exitcode=99",
+                "--leak-check=full",
+                "--errors-for-leak-kinds=definite",
+            ])
+            .arg(&fortran_binary)
+            .current_dir(root))?;
+    } else {
+        println!("(valgrind not installed: running it plainly)");
+        run(Command::new(&fortran_binary).current_dir(root))?;
+    }
+
+    println!("==> Python: python/tests");
+    run(Command::new("python3")
+        .args(["-m", "pytest", "-p", "no:cacheprovider", "-v"])
+        .arg(root.join("python").join("tests"))
+        .current_dir(root)
+        .env("TUTTI_LIB", &library)
+        .env("PYTHONPATH", join_python_path(&root.join("python")))
+        .env("PYTHONDONTWRITEBYTECODE", "1"))?;
+    println!("==> ffi-test: all passed");
+    Ok(())
+}
+
+/// Whether gcc can build and run a trivial program with the sanitizers (libasan and
+/// libubsan are part of Debian's gcc, but not of every toolchain).
+fn sanitizers_available(build: &Path) -> bool {
+    let source = build.join("sanitizer_probe.c");
+    let binary = build.join("sanitizer_probe");
+    std::fs::write(&source, "int main(void) { return 0; }\n").is_ok()
+        && succeeds(
+            Command::new("gcc")
+                .arg("-fsanitize=address,undefined")
+                .arg(&source)
+                .arg("-o")
+                .arg(&binary),
+        )
+        && succeeds(&mut Command::new(&binary))
+}
+
+/// `dir` in front of any PYTHONPATH already set.
+fn join_python_path(dir: &Path) -> std::ffi::OsString {
+    let mut paths = vec![dir.to_path_buf()];
+    if let Some(existing) = std::env::var_os("PYTHONPATH") {
+        paths.extend(std::env::split_paths(&existing));
+    }
+    std::env::join_paths(paths).unwrap_or_else(|_| dir.as_os_str().to_owned())
+}
