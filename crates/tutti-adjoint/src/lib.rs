@@ -1,0 +1,2 @@
+//! tutti workload: adjoint (under construction).
+#![deny(missing_docs)]

@@ -1,0 +1,2 @@
+//! tutti workload: fmm (under construction).
+#![deny(missing_docs)]

@@ -1,0 +1,2 @@
+//! tutti workload: sweep (under construction).
+#![deny(missing_docs)]
