@@ -1,0 +1,366 @@
+//! Checkpointed campaigns: many independent tasks whose results survive interruption.
+
+use std::collections::HashSet;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use tutti_backend::Device;
+
+use crate::ledger::{input_hash, Ledger, TaskRecord, TaskStatus};
+use crate::FitError;
+
+/// One item of a campaign: its input, under an id that stays the same across restarts.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CampaignItem<I> {
+    /// The task's id (unique within the campaign).
+    pub task_id: String,
+    /// The task's input.
+    pub input: I,
+}
+
+impl<I> CampaignItem<I> {
+    /// An item with this id and input.
+    pub fn new(task_id: impl Into<String>, input: I) -> Self {
+        Self {
+            task_id: task_id.into(),
+            input,
+        }
+    }
+}
+
+/// Where tasks run.
+#[derive(Clone, Debug, Default)]
+pub enum Execution {
+    /// One after another on the calling thread (the default).
+    #[default]
+    Serial,
+    /// One task at a time per device group, the groups in parallel (see
+    /// [`crate::mesh_groups`]); a task receives its group's devices.
+    DeviceGroups(Vec<Vec<Device>>),
+}
+
+/// Options of [`checkpointed_map`].
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct CampaignOptions {
+    /// Keep the ledger's accepted results and run only failed and missing tasks (default
+    /// true). With `false`, an existing ledger is an error: it is never overwritten.
+    pub resume: bool,
+    /// Where tasks run (default [`Execution::Serial`]).
+    pub execution: Execution,
+    /// Print one line per finished task on stderr (default false).
+    pub progress: bool,
+}
+
+impl Default for CampaignOptions {
+    fn default() -> Self {
+        Self {
+            resume: true,
+            execution: Execution::Serial,
+            progress: false,
+        }
+    }
+}
+
+impl CampaignOptions {
+    /// These options with `resume` set.
+    pub fn with_resume(mut self, resume: bool) -> Self {
+        self.resume = resume;
+        self
+    }
+
+    /// These options with `execution` set.
+    pub fn with_execution(mut self, execution: Execution) -> Self {
+        self.execution = execution;
+        self
+    }
+
+    /// These options with `progress` set.
+    pub fn with_progress(mut self, progress: bool) -> Self {
+        self.progress = progress;
+        self
+    }
+}
+
+/// What a task is told about its run.
+pub struct TaskContext<'a> {
+    /// The task's id.
+    pub task_id: &'a str,
+    /// 1 on the first run, 2 on the rerun of a failed task, ...
+    pub attempt: u32,
+    /// The device group it runs on (empty for [`Execution::Serial`]).
+    pub devices: &'a [Device],
+}
+
+/// A task that failed, as [`CampaignOutcome::failures`] lists it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TaskFailure {
+    /// The task.
+    pub task_id: String,
+    /// Its error (or panic message).
+    pub error: String,
+    /// How many times it has run.
+    pub attempts: u32,
+}
+
+/// The outcome of a campaign.
+#[derive(Debug)]
+pub struct CampaignOutcome<O> {
+    /// One entry per item, in item order: `Some(result)` for accepted tasks.
+    pub results: Vec<Option<O>>,
+    /// Tasks that failed, in item order.
+    pub failures: Vec<TaskFailure>,
+    /// The ledger records of the items, in item order.
+    pub records: Vec<TaskRecord>,
+    /// How many accepted results were taken from the ledger instead of being run.
+    pub reused: usize,
+    /// How many tasks ran in this call.
+    pub ran: usize,
+}
+
+/// Runs `task` on every item not already accepted in the ledger at `ledger_path`, recording
+/// each finished task there before the next result is handed out, and returns every result
+/// in item order.
+///
+/// - The ledger is rewritten atomically after every task (see [`Ledger::record`]), so an
+///   interruption at any point loses at most the tasks that were running, which rerun on
+///   resume; an accepted result is never computed twice.
+/// - With `resume` (the default), accepted tasks are taken from the ledger, failed and
+///   missing ones run (their `attempts` count on). A recorded task whose item changed is
+///   refused with [`FitError::InputChanged`], so a result is never paired with the wrong
+///   input.
+/// - A damaged or foreign ledger is an error and is left untouched; a ledger held by
+///   another process is refused ([`FitError::LedgerLocked`]).
+/// - A task that returns `Err` or panics is recorded as failed; the campaign goes on.
+///
+/// Errors also: duplicate task ids, items that cannot be serialized, results that cannot be
+/// stored or read back, I/O errors.
+pub fn checkpointed_map<I, O, F>(
+    task: F,
+    items: &[CampaignItem<I>],
+    ledger_path: &Path,
+    options: &CampaignOptions,
+) -> Result<CampaignOutcome<O>, FitError>
+where
+    I: Serialize + Sync,
+    O: Serialize + DeserializeOwned + Send,
+    F: Fn(&I, &TaskContext<'_>) -> Result<O, String> + Sync,
+{
+    let mut seen = HashSet::new();
+    if let Some(item) = items
+        .iter()
+        .find(|item| !seen.insert(item.task_id.as_str()))
+    {
+        return Err(FitError::invalid(
+            "items",
+            format!("task id '{}' appears more than once", item.task_id),
+        ));
+    }
+    if !options.resume && ledger_path.exists() {
+        return Err(FitError::LedgerExists {
+            path: ledger_path.to_path_buf(),
+        });
+    }
+    let hashes = items
+        .iter()
+        .map(|item| {
+            serde_json::to_vec(&item.input)
+                .map(|bytes| input_hash(&bytes))
+                .map_err(|err| {
+                    FitError::invalid(
+                        "items",
+                        format!("task '{}' cannot be serialized: {err}", item.task_id),
+                    )
+                })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let ledger = Ledger::open(ledger_path)?;
+
+    // Decide what runs: accepted records of unchanged items are reused.
+    let mut pending = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        match ledger.get(&item.task_id) {
+            Some(record) if record.input_hash != hashes[i] => {
+                return Err(FitError::InputChanged {
+                    task_id: item.task_id.clone(),
+                    recorded: record.input_hash.clone(),
+                    now: hashes[i].clone(),
+                })
+            }
+            Some(record) if record.status == TaskStatus::Accepted => {}
+            Some(record) => pending.push((i, record.attempts + 1)),
+            None => pending.push((i, 1)),
+        }
+    }
+
+    let ledger = Mutex::new(ledger);
+    let first_error: Mutex<Option<FitError>> = Mutex::new(None);
+    let stop = AtomicBool::new(false);
+    let next = AtomicUsize::new(0);
+    let run_one = |devices: &[Device]| loop {
+        if stop.load(Ordering::SeqCst) {
+            return;
+        }
+        let Some(&(i, attempt)) = pending.get(next.fetch_add(1, Ordering::SeqCst)) else {
+            return;
+        };
+        let item = &items[i];
+        let context = TaskContext {
+            task_id: &item.task_id,
+            attempt,
+            devices,
+        };
+        let outcome = match catch_unwind(AssertUnwindSafe(|| task(&item.input, &context))) {
+            Ok(outcome) => outcome,
+            Err(payload) => Err(format!("panicked: {}", panic_text(payload.as_ref()))),
+        };
+        let record = match outcome.and_then(|result| {
+            serde_json::to_value(&result).map_err(|err| format!("result not storable: {err}"))
+        }) {
+            Ok(value) => TaskRecord {
+                task_id: item.task_id.clone(),
+                input_hash: hashes[i].clone(),
+                status: TaskStatus::Accepted,
+                attempts: attempt,
+                result: Some(value),
+                error: None,
+            },
+            Err(error) => TaskRecord {
+                task_id: item.task_id.clone(),
+                input_hash: hashes[i].clone(),
+                status: TaskStatus::Failed,
+                attempts: attempt,
+                result: None,
+                error: Some(error),
+            },
+        };
+        if options.progress {
+            eprintln!(
+                "campaign: task '{}' {} (attempt {attempt})",
+                record.task_id,
+                match record.status {
+                    TaskStatus::Accepted => "accepted",
+                    TaskStatus::Failed => "failed",
+                }
+            );
+        }
+        let mut guard = ledger.lock().unwrap_or_else(|poison| poison.into_inner());
+        if let Err(err) = guard.record(record) {
+            stop.store(true, Ordering::SeqCst);
+            first_error
+                .lock()
+                .unwrap_or_else(|poison| poison.into_inner())
+                .get_or_insert(err);
+            return;
+        }
+    };
+    match &options.execution {
+        Execution::Serial => run_one(&[]),
+        Execution::DeviceGroups(groups) => {
+            if groups.is_empty() || groups.iter().any(Vec::is_empty) {
+                return Err(FitError::invalid(
+                    "execution",
+                    "device groups must be non-empty and hold at least one device each",
+                ));
+            }
+            std::thread::scope(|scope| {
+                for group in groups {
+                    let run_one = &run_one;
+                    scope.spawn(move || run_one(group));
+                }
+            });
+        }
+    }
+    if let Some(err) = first_error
+        .into_inner()
+        .unwrap_or_else(|poison| poison.into_inner())
+    {
+        return Err(err);
+    }
+
+    let ledger = ledger
+        .into_inner()
+        .unwrap_or_else(|poison| poison.into_inner());
+    let mut outcome = CampaignOutcome {
+        results: Vec::with_capacity(items.len()),
+        failures: Vec::new(),
+        records: Vec::with_capacity(items.len()),
+        reused: items.len() - pending.len(),
+        ran: pending.len(),
+    };
+    for item in items {
+        let record = ledger.get(&item.task_id).cloned().ok_or_else(|| {
+            FitError::io(
+                format!("task '{}' has no ledger record after running", item.task_id),
+                std::io::Error::other("missing record"),
+            )
+        })?;
+        let result = match (&record.status, &record.result) {
+            (TaskStatus::Accepted, Some(value)) => Some(
+                serde_json::from_value(value.clone()).map_err(|err| FitError::BadLedger {
+                    path: ledger_path.to_path_buf(),
+                    reason: format!(
+                        "the result of task '{}' does not read back as the expected type ({err})",
+                        item.task_id
+                    ),
+                })?,
+            ),
+            _ => {
+                outcome.failures.push(TaskFailure {
+                    task_id: record.task_id.clone(),
+                    error: record.error.clone().unwrap_or_default(),
+                    attempts: record.attempts,
+                });
+                None
+            }
+        };
+        outcome.results.push(result);
+        outcome.records.push(record);
+    }
+    Ok(outcome)
+}
+
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(text) = payload.downcast_ref::<&str>() {
+        (*text).to_string()
+    } else if let Some(text) = payload.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "a panic with a non-text payload".into()
+    }
+}
+
+/// Counts of a ledger's tasks, for `tutti campaign status`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LedgerSummary {
+    /// Tasks recorded.
+    pub tasks: usize,
+    /// Tasks accepted.
+    pub accepted: usize,
+    /// Tasks failed.
+    pub failed: usize,
+    /// Runs in all (attempts summed).
+    pub attempts: u64,
+}
+
+/// Summarizes the ledger at `path` without taking its lock.
+pub fn summarize_ledger(path: &Path) -> Result<(LedgerSummary, Vec<TaskRecord>), FitError> {
+    let records = crate::ledger::read_ledger(path)?;
+    let summary = LedgerSummary {
+        tasks: records.len(),
+        accepted: records
+            .iter()
+            .filter(|r| r.status == TaskStatus::Accepted)
+            .count(),
+        failed: records
+            .iter()
+            .filter(|r| r.status == TaskStatus::Failed)
+            .count(),
+        attempts: records.iter().map(|r| u64::from(r.attempts)).sum(),
+    };
+    Ok((summary, records))
+}

@@ -1,0 +1,110 @@
+//! The fit crate's error type.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong in a fit or a campaign.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FitError {
+    /// An argument with a value the function does not accept.
+    #[error("invalid {argument}: {message}")]
+    InvalidArgument {
+        /// The argument.
+        argument: &'static str,
+        /// What is wrong and what was expected.
+        message: String,
+    },
+    /// A mesh that does not match the devices.
+    #[error("invalid mesh: {0}")]
+    Mesh(String),
+    /// A user's experiment failed to evaluate.
+    #[error("experiment {index} failed: {message}")]
+    Experiment {
+        /// The experiment's position in the input.
+        index: usize,
+        /// Its message.
+        message: String,
+    },
+    /// The residuals or Jacobian contain NaN or Inf.
+    #[error("experiment {index} returned a non-finite {what} at parameters {parameters:?}")]
+    NonFinite {
+        /// The experiment's position in the input.
+        index: usize,
+        /// `"residual"` or `"Jacobian entry"`.
+        what: &'static str,
+        /// The parameters it was evaluated at.
+        parameters: Vec<f64>,
+    },
+    /// The ledger file is not a tutti ledger, or is damaged; it is left untouched.
+    #[error("ledger {path}: {reason}; it was left untouched")]
+    BadLedger {
+        /// The ledger.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// Another process holds the ledger.
+    #[error("ledger {path} is in use by another process (lock {lock} is held)")]
+    LedgerLocked {
+        /// The ledger.
+        path: PathBuf,
+        /// Its lock file.
+        lock: PathBuf,
+    },
+    /// A recorded task's input differs from the item given now.
+    #[error(
+        "task '{task_id}': its input changed since it was recorded in the ledger \
+         (recorded hash {recorded}, now {now}); use a new ledger, or remove the task from it"
+    )]
+    InputChanged {
+        /// The task.
+        task_id: String,
+        /// The hash in the ledger.
+        recorded: String,
+        /// The hash of the item given now.
+        now: String,
+    },
+    /// A ledger exists but resuming was switched off.
+    #[error(
+        "ledger {path} already exists and resume is off: it is never overwritten; \
+         resume it, or choose another path"
+    )]
+    LedgerExists {
+        /// The ledger.
+        path: PathBuf,
+    },
+    /// A group run failed.
+    #[error("{0}")]
+    Group(String),
+    /// An I/O error.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl FitError {
+    pub(crate) fn io(what: impl Into<String>, source: std::io::Error) -> Self {
+        Self::Io {
+            what: what.into(),
+            source,
+        }
+    }
+
+    pub(crate) fn invalid(argument: &'static str, message: impl Into<String>) -> Self {
+        Self::InvalidArgument {
+            argument,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<tutti_group::CommError> for FitError {
+    fn from(err: tutti_group::CommError) -> Self {
+        Self::Group(err.to_string())
+    }
+}

@@ -1,0 +1,464 @@
+//! A Levenberg–Marquardt trust-region solver whose sums run across the data axis.
+//!
+//! Every rank evaluates the experiments assigned to it; the per-experiment contributions
+//! (cost, gradient `J^T r`, Gauss–Newton curvature `J^T J`) are exchanged with one
+//! allgather and summed by every rank in EXPERIMENT order. The iterates therefore do not
+//! depend on the device count or on which rank evaluated which experiment: they are
+//! bitwise identical on 1 or G devices, with or without balancing.
+
+use std::time::Instant;
+
+use rayon::prelude::*;
+use tutti_group::{Comm, Group, RunError};
+
+use crate::balance::{block_assignment, lpt_assignment, makespan};
+use crate::linalg::{cholesky_solve, spd_inverse};
+use crate::{Experiment, FitError, Mesh};
+
+/// Options of [`fit`], with documented defaults.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct FitOptions {
+    /// Most iterations (accepted or rejected steps); default 200.
+    pub max_iterations: usize,
+    /// Stop when the largest gradient component `|J^T r|` is at most this; default 1e-10.
+    pub gradient_tolerance: f64,
+    /// Stop when a step is at most this relative to the parameters; default 1e-12.
+    pub step_tolerance: f64,
+    /// Stop when an accepted step lowers the cost by at most this fraction; default 1e-14.
+    pub cost_tolerance: f64,
+    /// The starting damping, relative to the largest diagonal of `J^T J`; default 1e-3.
+    pub initial_damping: f64,
+    /// Move experiments between ranks between iterations by their costs. `None` (the
+    /// default) balances when some rank holds several experiments. Never changes results.
+    pub balance_steps: Option<bool>,
+    /// Print one line per iteration on stderr; default false.
+    pub progress: bool,
+}
+
+impl Default for FitOptions {
+    fn default() -> Self {
+        Self {
+            max_iterations: 200,
+            gradient_tolerance: 1e-10,
+            step_tolerance: 1e-12,
+            cost_tolerance: 1e-14,
+            initial_damping: 1e-3,
+            balance_steps: None,
+            progress: false,
+        }
+    }
+}
+
+impl FitOptions {
+    /// These options with balancing switched on or off.
+    pub fn with_balance_steps(mut self, balance: bool) -> Self {
+        self.balance_steps = Some(balance);
+        self
+    }
+
+    /// These options with a maximum number of iterations.
+    pub fn with_max_iterations(mut self, iterations: usize) -> Self {
+        self.max_iterations = iterations;
+        self
+    }
+
+    /// These options with per-iteration progress on stderr.
+    pub fn with_progress(mut self, progress: bool) -> Self {
+        self.progress = progress;
+        self
+    }
+}
+
+/// Why the solver stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Termination {
+    /// The gradient is below the gradient tolerance.
+    Gradient,
+    /// The step is below the step tolerance.
+    Step,
+    /// The cost no longer decreases by more than the cost tolerance.
+    Cost,
+    /// The iteration limit was reached: the result is the best point found, not converged.
+    MaxIterations,
+}
+
+/// The result of a fit, with diagnostics.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FitReport {
+    /// The parameters found.
+    pub parameters: Vec<f64>,
+    /// `0.5 * sum |r|^2` there.
+    pub cost: f64,
+    /// Iterations (accepted and rejected steps).
+    pub iterations: usize,
+    /// Evaluations of all experiments.
+    pub evaluations: usize,
+    /// The largest gradient component at the solution.
+    pub gradient_norm: f64,
+    /// Why it stopped.
+    pub termination: Termination,
+    /// `(J^T J)^-1` at the solution, row-major n x n: the parameters' covariance when the
+    /// residuals are weighted by their standard deviations. `None` if singular.
+    pub covariance: Option<Vec<f64>>,
+    /// The number of residuals over all experiments.
+    pub residual_count: usize,
+    /// The modelled makespan (largest per-rank cost) of the starting assignment.
+    pub makespan_initial: f64,
+    /// The modelled makespan of the final assignment, with the same costs.
+    pub makespan_final: f64,
+    /// How many times experiments moved between ranks.
+    pub rebalances: usize,
+    /// The final assignment: `assignment[e]` is the rank of experiment `e`.
+    pub assignment: Vec<usize>,
+}
+
+impl FitReport {
+    /// The standard errors: square roots of the covariance's diagonal.
+    pub fn standard_errors(&self) -> Option<Vec<f64>> {
+        let n = self.parameters.len();
+        let covariance = self.covariance.as_ref()?;
+        Some((0..n).map(|i| covariance[i * n + i].sqrt()).collect())
+    }
+
+    /// Whether the solver met a tolerance (rather than the iteration limit).
+    pub fn converged(&self) -> bool {
+        self.termination != Termination::MaxIterations
+    }
+}
+
+/// Everything every rank knows after one evaluation of all experiments.
+struct Evaluation {
+    cost: f64,
+    gradient: Vec<f64>,
+    /// Row-major n x n.
+    curvature: Vec<f64>,
+    /// Seconds each experiment took.
+    seconds: Vec<f64>,
+    /// The first experiment that failed, with its message.
+    failure: Option<(usize, String)>,
+}
+
+/// Per-experiment record layout in the allgather: index, status, seconds, cost, gradient
+/// (n), packed upper curvature (n(n+1)/2).
+const HEADER: usize = 4;
+const OK: f64 = 0.0;
+const FAILED: f64 = 1.0;
+const NON_FINITE: f64 = 2.0;
+
+fn record_width(n: usize) -> usize {
+    HEADER + n + n * (n + 1) / 2
+}
+
+/// One experiment's record: evaluates it and forms its contributions.
+fn evaluate_one<E: Experiment>(
+    experiment: &E,
+    index: usize,
+    parameters: &[f64],
+) -> (Vec<f64>, Option<String>) {
+    let n = parameters.len();
+    let m = experiment.residual_count();
+    let mut record = vec![0.0; record_width(n)];
+    record[0] = index as f64;
+    let mut residuals = vec![0.0; m];
+    let mut jacobian = vec![0.0; m * n];
+    let started = Instant::now();
+    let outcome = experiment.evaluate(parameters, &mut residuals, &mut jacobian);
+    record[2] = started.elapsed().as_secs_f64();
+    if let Err(message) = outcome {
+        record[1] = FAILED;
+        return (record, Some(message));
+    }
+    if !residuals.iter().chain(&jacobian).all(|x| x.is_finite()) {
+        record[1] = NON_FINITE;
+        return (record, None);
+    }
+    record[1] = OK;
+    record[3] = 0.5 * residuals.iter().map(|r| r * r).sum::<f64>();
+    let (gradient, packed) = record[HEADER..].split_at_mut(n);
+    for (row, r) in jacobian.chunks_exact(n).zip(&residuals) {
+        for j in 0..n {
+            gradient[j] += row[j] * r;
+        }
+        let mut k = 0;
+        for a in 0..n {
+            for b in a..n {
+                packed[k] += row[a] * row[b];
+                k += 1;
+            }
+        }
+    }
+    (record, None)
+}
+
+/// Evaluates this rank's experiments (in its device's thread pool), exchanges the records,
+/// and sums them in experiment order.
+fn evaluate_all<E: Experiment>(
+    comm: &Comm<'_>,
+    experiments: &[E],
+    assignment: &[usize],
+    parameters: &[f64],
+) -> Result<Evaluation, FitError> {
+    let n = parameters.len();
+    let width = record_width(n);
+    let mine: Vec<usize> = (0..experiments.len())
+        .filter(|&e| assignment[e] == comm.rank())
+        .collect();
+    let pool = comm
+        .device()
+        .thread_pool()
+        .map_err(|err| FitError::Group(err.to_string()))?;
+    let local: Vec<(Vec<f64>, Option<String>)> = pool.install(|| {
+        mine.par_iter()
+            .map(|&e| evaluate_one(&experiments[e], e, parameters))
+            .collect()
+    });
+    let mut flat = Vec::with_capacity(local.len() * width);
+    for (record, _) in &local {
+        flat.extend_from_slice(record);
+    }
+    let gathered = comm.allgather_concat(&flat)?;
+    let mut records: Vec<&[f64]> = vec![&[]; experiments.len()];
+    for record in gathered.chunks_exact(width) {
+        records[record[0] as usize] = record;
+    }
+    // Failures: every rank learns the first failing experiment's message.
+    let first_failed = records.iter().position(|r| r[1] != OK);
+    let failure = match first_failed {
+        None => None,
+        Some(e) => {
+            let message = local
+                .iter()
+                .find(|(record, _)| record[0] as usize == e)
+                .and_then(|(_, message)| message.clone())
+                .unwrap_or_default();
+            let shared = comm.allgather_concat(message.as_bytes())?;
+            let text = String::from_utf8_lossy(&shared).into_owned();
+            let text = if records[e][1] == NON_FINITE {
+                "non-finite residuals or Jacobian".to_string()
+            } else {
+                text
+            };
+            Some((e, text))
+        }
+    };
+    let mut evaluation = Evaluation {
+        cost: 0.0,
+        gradient: vec![0.0; n],
+        curvature: vec![0.0; n * n],
+        seconds: records.iter().map(|r| r[2]).collect(),
+        failure,
+    };
+    if evaluation.failure.is_some() {
+        evaluation.cost = f64::INFINITY;
+        return Ok(evaluation);
+    }
+    for record in &records {
+        evaluation.cost += record[3];
+        let (gradient, packed) = record[HEADER..].split_at(n);
+        for (acc, g) in evaluation.gradient.iter_mut().zip(gradient) {
+            *acc += g;
+        }
+        let mut k = 0;
+        for a in 0..n {
+            for b in a..n {
+                evaluation.curvature[a * n + b] += packed[k];
+                k += 1;
+            }
+        }
+    }
+    for a in 0..n {
+        for b in 0..a {
+            evaluation.curvature[a * n + b] = evaluation.curvature[b * n + a];
+        }
+    }
+    Ok(evaluation)
+}
+
+/// Fits `initial` to `experiments`, split over the mesh's data axis, by Levenberg–Marquardt
+/// with Nielsen's damping update and Marquardt's diagonal scaling.
+///
+/// Each iteration solves `(J^T J + lambda D) step = -J^T r` with `D` the diagonal of
+/// `J^T J`, accepts the step if the cost falls, and adapts `lambda` by the ratio of actual
+/// to predicted reduction. A trial point where an experiment fails counts as a rejected
+/// step; a failure at the starting point is an error naming the experiment.
+///
+/// Errors: no experiments, no parameters, a non-finite starting point, an experiment that
+/// fails at the starting point, or a failure of the group.
+pub fn fit<E: Experiment>(
+    experiments: &[E],
+    initial: &[f64],
+    mesh: &Mesh,
+    options: &FitOptions,
+) -> Result<FitReport, FitError> {
+    if experiments.is_empty() {
+        return Err(FitError::invalid("experiments", "at least one is needed"));
+    }
+    if initial.is_empty() {
+        return Err(FitError::invalid(
+            "initial",
+            "at least one parameter is needed",
+        ));
+    }
+    if let Some(i) = initial.iter().position(|x| !x.is_finite()) {
+        return Err(FitError::invalid(
+            "initial",
+            format!("parameter {i} is {}, expected a finite number", initial[i]),
+        ));
+    }
+    let ranks: Vec<_> = mesh
+        .data_groups()
+        .into_iter()
+        .filter_map(|group| group.into_iter().next())
+        .collect();
+    let group = Group::new(ranks).map_err(|err| FitError::Group(err.to_string()))?;
+    let reports = group
+        .run(|comm| solve(comm, experiments, initial, options))
+        .map_err(|err| match err {
+            RunError::Failed { error, .. } => error,
+            other => FitError::Group(other.to_string()),
+        })?;
+    reports
+        .into_iter()
+        .next()
+        .ok_or_else(|| FitError::Group("the group returned no result".into()))
+}
+
+/// The costs used for balancing: the experiments' estimates when all give one, else the
+/// measured seconds, smoothed.
+fn update_costs<E: Experiment>(experiments: &[E], costs: &mut Vec<f64>, seconds: &[f64]) {
+    let estimates: Option<Vec<f64>> = experiments.iter().map(E::cost_estimate).collect();
+    match estimates {
+        Some(estimates) => *costs = estimates,
+        None if costs.is_empty() => *costs = seconds.to_vec(),
+        None => {
+            for (cost, &s) in costs.iter_mut().zip(seconds) {
+                *cost = 0.5 * *cost + 0.5 * s;
+            }
+        }
+    }
+}
+
+fn solve<E: Experiment>(
+    comm: &Comm<'_>,
+    experiments: &[E],
+    initial: &[f64],
+    options: &FitOptions,
+) -> Result<FitReport, FitError> {
+    let n = initial.len();
+    let ranks = comm.size();
+    let balance = options.balance_steps.unwrap_or(experiments.len() > ranks);
+    let mut assignment = block_assignment(experiments.len(), ranks);
+    let mut parameters = initial.to_vec();
+    let mut current = evaluate_all(comm, experiments, &assignment, &parameters)?;
+    let mut evaluations = 1;
+    if let Some((index, message)) = current.failure.take() {
+        return Err(FitError::Experiment {
+            index,
+            message: format!("at the starting point: {message}"),
+        });
+    }
+    let mut costs = Vec::new();
+    update_costs(experiments, &mut costs, &current.seconds);
+    let makespan_initial = makespan(&costs, &assignment, ranks);
+    let mut rebalances = 0;
+    let rebalance = |costs: &[f64], assignment: &mut Vec<usize>, rebalances: &mut usize| {
+        if !balance {
+            return;
+        }
+        let candidate = lpt_assignment(costs, ranks);
+        if makespan(costs, &candidate, ranks) < 0.95 * makespan(costs, assignment, ranks) {
+            *assignment = candidate;
+            *rebalances += 1;
+        }
+    };
+    rebalance(&costs, &mut assignment, &mut rebalances);
+
+    let max_diagonal = (0..n)
+        .map(|i| current.curvature[i * n + i])
+        .fold(0.0, f64::max);
+    let mut damping = options.initial_damping * max_diagonal.max(f64::MIN_POSITIVE);
+    let mut growth = 2.0;
+    let mut iterations = 0;
+    let gradient_norm = |g: &[f64]| g.iter().fold(0.0_f64, |m, x| m.max(x.abs()));
+    let termination = loop {
+        if gradient_norm(&current.gradient) <= options.gradient_tolerance {
+            break Termination::Gradient;
+        }
+        if iterations >= options.max_iterations {
+            break Termination::MaxIterations;
+        }
+        iterations += 1;
+        let mut system = current.curvature.clone();
+        for i in 0..n {
+            system[i * n + i] += damping * current.curvature[i * n + i].max(1e-300);
+        }
+        let rhs: Vec<f64> = current.gradient.iter().map(|g| -g).collect();
+        let Some(step) = cholesky_solve(&system, &rhs) else {
+            damping *= growth;
+            growth *= 2.0;
+            continue;
+        };
+        let step_norm = step.iter().map(|s| s * s).sum::<f64>().sqrt();
+        let parameter_norm = parameters.iter().map(|p| p * p).sum::<f64>().sqrt();
+        if step_norm <= options.step_tolerance * (parameter_norm + options.step_tolerance) {
+            break Termination::Step;
+        }
+        let trial_parameters: Vec<f64> = parameters.iter().zip(&step).map(|(p, s)| p + s).collect();
+        let mut trial = evaluate_all(comm, experiments, &assignment, &trial_parameters)?;
+        evaluations += 1;
+        // Predicted reduction of the quadratic model: 0.5 step^T (lambda D step - g).
+        let predicted: f64 = 0.5
+            * (0..n)
+                .map(|i| {
+                    step[i]
+                        * (damping * current.curvature[i * n + i].max(1e-300) * step[i]
+                            - current.gradient[i])
+                })
+                .sum::<f64>();
+        let actual = current.cost - trial.cost;
+        let ratio = if trial.failure.is_none() && predicted > 0.0 {
+            actual / predicted
+        } else {
+            -1.0
+        };
+        if options.progress && comm.rank() == 0 {
+            eprintln!(
+                "fit: iteration {iterations:>3}  cost {:.6e}  trial {:.6e}  damping {damping:.2e}  {}",
+                current.cost,
+                trial.cost,
+                if ratio > 0.0 { "accepted" } else { "rejected" }
+            );
+        }
+        if ratio > 0.0 {
+            let previous_cost = current.cost;
+            trial.failure = None;
+            update_costs(experiments, &mut costs, &trial.seconds);
+            current = trial;
+            parameters = trial_parameters;
+            damping *= (1.0 - (2.0 * ratio - 1.0).powi(3)).max(1.0 / 3.0);
+            growth = 2.0;
+            rebalance(&costs, &mut assignment, &mut rebalances);
+            if actual <= options.cost_tolerance * previous_cost {
+                break Termination::Cost;
+            }
+        } else {
+            damping *= growth;
+            growth *= 2.0;
+        }
+    };
+    Ok(FitReport {
+        gradient_norm: gradient_norm(&current.gradient),
+        covariance: spd_inverse(&current.curvature, n),
+        parameters,
+        cost: current.cost,
+        iterations,
+        evaluations,
+        termination,
+        residual_count: experiments.iter().map(Experiment::residual_count).sum(),
+        makespan_initial,
+        makespan_final: makespan(&costs, &assignment, ranks),
+        rebalances,
+        assignment,
+    })
+}
