@@ -221,3 +221,98 @@ mod tests {
         }
     }
 }
+
+/// A residual-bootstrap replicate of `experiments`: each experiment's observations are
+/// replaced by the fitted model's values plus residuals of the same experiment drawn with
+/// replacement, from the stream `(seed, experiment)`. Refitting replicates gives the
+/// sampling distribution of the fitted rates.
+pub fn bootstrap_replicate(
+    experiments: &[ReactionExperiment],
+    fitted: &[f64],
+    seed: u64,
+) -> Result<Vec<ReactionExperiment>, String> {
+    use rand::Rng;
+    experiments
+        .iter()
+        .enumerate()
+        .map(|(e, experiment)| {
+            let (values, _) = experiment.simulate(fitted)?;
+            let model: Vec<f64> = values.into_iter().flatten().collect();
+            let residuals: Vec<f64> = experiment
+                .observed
+                .iter()
+                .zip(&model)
+                .map(|(observed, value)| observed - value)
+                .collect();
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            rng.set_stream(e as u64);
+            let mut replicate = experiment.clone();
+            replicate.observed = model
+                .iter()
+                .map(|value| value + residuals[rng.random_range(0..residuals.len())])
+                .collect();
+            Ok(replicate)
+        })
+        .collect()
+}
+
+/// The `q`-quantile (0..=1) of `values` by linear interpolation between order statistics;
+/// `None` for no values.
+pub fn quantile(values: &[f64], q: f64) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let position = q.clamp(0.0, 1.0) * (sorted.len() - 1) as f64;
+    let (low, high) = (position.floor() as usize, position.ceil() as usize);
+    let weight = position - low as f64;
+    Some(sorted[low] * (1.0 - weight) + sorted[high] * weight)
+}
+
+#[cfg(test)]
+mod bootstrap_tests {
+    use super::*;
+
+    #[test]
+    fn quantiles_interpolate_between_order_statistics() {
+        let values = [4.0, 1.0, 3.0, 2.0, 5.0];
+        assert_eq!(quantile(&values, 0.0), Some(1.0));
+        assert_eq!(quantile(&values, 0.5), Some(3.0));
+        assert_eq!(quantile(&values, 0.125), Some(1.5));
+        assert_eq!(quantile(&values, 1.0), Some(5.0));
+        assert_eq!(quantile(&[], 0.5), None);
+    }
+
+    #[test]
+    fn a_replicate_reuses_the_residuals_of_its_own_experiment() {
+        let experiments = synthetic_experiments(3).unwrap();
+        let replicate = bootstrap_replicate(&experiments, &TRUE_RATES, 11).unwrap();
+        for (original, copy) in experiments.iter().zip(&replicate) {
+            let (values, _) = original.simulate(&TRUE_RATES).unwrap();
+            let model: Vec<f64> = values.into_iter().flatten().collect();
+            let residuals: Vec<f64> = original
+                .observed
+                .iter()
+                .zip(&model)
+                .map(|(o, m)| o - m)
+                .collect();
+            for (observed, value) in copy.observed.iter().zip(&model) {
+                let drawn = observed - value;
+                assert!(
+                    residuals.iter().any(|r| (r - drawn).abs() < 1e-15),
+                    "{drawn} is not a residual"
+                );
+            }
+        }
+        // Deterministic per seed, different across seeds.
+        assert_eq!(
+            replicate,
+            bootstrap_replicate(&experiments, &TRUE_RATES, 11).unwrap()
+        );
+        assert_ne!(
+            replicate,
+            bootstrap_replicate(&experiments, &TRUE_RATES, 12).unwrap()
+        );
+    }
+}

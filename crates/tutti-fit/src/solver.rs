@@ -111,6 +111,11 @@ pub struct FitReport {
     pub rebalances: usize,
     /// The final assignment: `assignment[e]` is the rank of experiment `e`.
     pub assignment: Vec<usize>,
+    /// Seconds rank 0 spent evaluating its experiments, over all evaluations.
+    pub evaluation_seconds: f64,
+    /// Seconds rank 0 spent exchanging and summing contributions (waiting for slower ranks
+    /// included), over all evaluations.
+    pub reduction_seconds: f64,
 }
 
 impl FitReport {
@@ -137,6 +142,8 @@ struct Evaluation {
     seconds: Vec<f64>,
     /// The first experiment that failed, with its message.
     failure: Option<(usize, String)>,
+    /// This rank's seconds evaluating, then exchanging and summing.
+    timing: (f64, f64),
 }
 
 /// Per-experiment record layout in the allgather: index, status, seconds, cost, gradient
@@ -208,11 +215,14 @@ fn evaluate_all<E: Experiment>(
         .device()
         .thread_pool()
         .map_err(|err| FitError::Group(err.to_string()))?;
+    let started = Instant::now();
     let local: Vec<(Vec<f64>, Option<String>)> = pool.install(|| {
         mine.par_iter()
             .map(|&e| evaluate_one(&experiments[e], e, parameters))
             .collect()
     });
+    let evaluating = started.elapsed().as_secs_f64();
+    let started = Instant::now();
     let mut flat = Vec::with_capacity(local.len() * width);
     for (record, _) in &local {
         flat.extend_from_slice(record);
@@ -248,9 +258,11 @@ fn evaluate_all<E: Experiment>(
         curvature: vec![0.0; n * n],
         seconds: records.iter().map(|r| r[2]).collect(),
         failure,
+        timing: (evaluating, 0.0),
     };
     if evaluation.failure.is_some() {
         evaluation.cost = f64::INFINITY;
+        evaluation.timing.1 = started.elapsed().as_secs_f64();
         return Ok(evaluation);
     }
     for record in &records {
@@ -272,6 +284,7 @@ fn evaluate_all<E: Experiment>(
             evaluation.curvature[a * n + b] = evaluation.curvature[b * n + a];
         }
     }
+    evaluation.timing.1 = started.elapsed().as_secs_f64();
     Ok(evaluation)
 }
 
@@ -352,6 +365,7 @@ fn solve<E: Experiment>(
     let mut parameters = initial.to_vec();
     let mut current = evaluate_all(comm, experiments, &assignment, &parameters)?;
     let mut evaluations = 1;
+    let mut timing = current.timing;
     if let Some((index, message)) = current.failure.take() {
         return Err(FitError::Experiment {
             index,
@@ -407,6 +421,8 @@ fn solve<E: Experiment>(
         let trial_parameters: Vec<f64> = parameters.iter().zip(&step).map(|(p, s)| p + s).collect();
         let mut trial = evaluate_all(comm, experiments, &assignment, &trial_parameters)?;
         evaluations += 1;
+        timing.0 += trial.timing.0;
+        timing.1 += trial.timing.1;
         // Predicted reduction of the quadratic model: 0.5 step^T (lambda D step - g).
         let predicted: f64 = 0.5
             * (0..n)
@@ -460,5 +476,7 @@ fn solve<E: Experiment>(
         makespan_final: makespan(&costs, &assignment, ranks),
         rebalances,
         assignment,
+        evaluation_seconds: timing.0,
+        reduction_seconds: timing.1,
     })
 }
