@@ -75,6 +75,11 @@ enum TuttiStatus
      * tutti panicked: a bug in tutti, caught at the boundary. The message says where.
      */
     TUTTI_ERROR_PANIC = -7,
+    /**
+     * A user callback reported failure (a non-zero return) or returned non-finite values
+     * where the computation could not go around them (e.g. at a fit's starting point).
+     */
+    TUTTI_ERROR_CALLBACK = -8,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -150,6 +155,75 @@ typedef struct TuttiDeviceInfo {
     char *name;
 } TuttiDeviceInfo;
 
+/**
+ * Options of `tutti_fit`. Start from `tutti_fit_options_default`.
+ */
+typedef struct TuttiFitOptions {
+    /**
+     * Simulated devices the experiments are split over (at least 1; default 1).
+     */
+    int devices;
+    /**
+     * Most iterations (default 200).
+     */
+    int max_iterations;
+    /**
+     * Stop when the largest gradient component is at most this (default 1e-10).
+     */
+    double gradient_tolerance;
+    /**
+     * Stop when a step is at most this relative to the parameters (default 1e-12).
+     */
+    double step_tolerance;
+    /**
+     * Stop when an accepted step lowers the cost by at most this fraction (default 1e-14).
+     */
+    double cost_tolerance;
+} TuttiFitOptions;
+
+/**
+ * Computes one experiment's residuals and Jacobian at `parameters`.
+ *
+ * Arguments: `user_data` as given to `tutti_fit`; the experiment's index
+ * (`0 <= experiment < n_experiments`); `parameters` (`n_parameters` values); `residuals`
+ * (write `n_residuals` values); `jacobian` (write `n_residuals * n_parameters` values,
+ * row-major: `jacobian[i * n_parameters + j] = d residual_i / d parameter_j`).
+ *
+ * Return 0 on success, anything else on failure (a trial step is then rejected; at the
+ * starting point the fit fails with `TUTTI_ERROR_CALLBACK`). The callback may be called
+ * concurrently from several threads for different experiments; the arrays are valid only
+ * during the call.
+ */
+typedef int (*TuttiResidualFn)(void *user_data,
+                               int experiment,
+                               const double *parameters,
+                               int n_parameters,
+                               double *residuals,
+                               int n_residuals,
+                               double *jacobian);
+
+/**
+ * Diagnostics of `tutti_fit`.
+ */
+typedef struct TuttiFitResult {
+    /**
+     * `0.5 * sum |r|^2` at the solution.
+     */
+    double cost;
+    /**
+     * Iterations taken.
+     */
+    int iterations;
+    /**
+     * Evaluations of all experiments.
+     */
+    int evaluations;
+    /**
+     * 1 if a tolerance was met, 0 if the iteration limit was reached.
+     */
+    int converged;
+} TuttiFitResult;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -202,6 +276,48 @@ int tutti_device_count(int kind, int *count);
  * `out` is NULL or valid for writing a `TuttiDeviceInfo`.
  */
 int tutti_device_info(int kind, int count, int index, struct TuttiDeviceInfo *out);
+
+/**
+ * Writes the default fit options to `*options`.
+ *
+ * # Safety
+ * `options` is NULL or valid for writing a `TuttiFitOptions`.
+ */
+int tutti_fit_options_default(struct TuttiFitOptions *options);
+
+/**
+ * Fits `n_parameters` parameters, starting from `initial`, to `n_experiments` experiments
+ * whose residuals and Jacobians `residual_fn` computes (experiment `e` has
+ * `residual_counts[e]` residuals), by Levenberg–Marquardt over `options->devices` simulated
+ * devices; the result does not depend on the device count.
+ *
+ * Outputs (caller-owned, written only on success): `parameters_out` (`n_parameters`
+ * values), `covariance_out` (`n_parameters * n_parameters` values, row-major, the inverse of
+ * `J^T J` at the solution; may be NULL), `result_out` (diagnostics).
+ *
+ * `options` may be NULL for the defaults. The callback may run concurrently from several
+ * threads for different experiments, and must be safe to do so with `user_data`.
+ *
+ * Errors: NULL required pointers or callback (`TUTTI_ERROR_NULL_POINTER`); counts below 1,
+ * non-finite initial values, bad options (`TUTTI_ERROR_INVALID_ARGUMENT`); the callback
+ * failing at the starting point (`TUTTI_ERROR_CALLBACK`); a singular `J^T J` when
+ * `covariance_out` is requested (`TUTTI_ERROR_INVALID_ARGUMENT`).
+ *
+ * # Safety
+ * `residual_counts` holds `n_experiments` ints, `initial` and `parameters_out`
+ * `n_parameters` doubles, `covariance_out` (if not NULL) `n_parameters^2` doubles;
+ * `options` and `result_out` are NULL or valid; the callback honours its contract.
+ */
+int tutti_fit(TuttiResidualFn residual_fn,
+              void *user_data,
+              int n_experiments,
+              const int *residual_counts,
+              int n_parameters,
+              const double *initial,
+              const struct TuttiFitOptions *options,
+              double *parameters_out,
+              double *covariance_out,
+              struct TuttiFitResult *result_out);
 
 /**
  * Releases a buffer or string returned by tutti. Freeing NULL is a no-op returning

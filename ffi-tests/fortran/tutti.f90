@@ -27,6 +27,7 @@ module tutti
     integer(c_int), parameter, public :: TUTTI_ERROR_OUT_OF_MEMORY = -5
     integer(c_int), parameter, public :: TUTTI_ERROR_IO = -6
     integer(c_int), parameter, public :: TUTTI_ERROR_PANIC = -7
+    integer(c_int), parameter, public :: TUTTI_ERROR_CALLBACK = -8
 
     ! TuttiKind
     integer(c_int), parameter, public :: TUTTI_KIND_CPU = 0

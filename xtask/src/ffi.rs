@@ -5,7 +5,7 @@ use std::process::Command;
 
 use crate::tools::{cargo, ensure_ffi_tools, on_path, run, succeeds, Failure, Workspace};
 
-/// Builds libtutti (debug), then compiles and runs `ffi-tests/c` with gcc (plain and under
+/// Builds libtutti (debug), then compiles and runs every `ffi-tests/c/*.c` with gcc (plain and under
 /// AddressSanitizer), `ffi-tests/fortran` with gfortran (under valgrind when it is installed),
 /// and the pytest suite of `python/tests` against it.
 pub fn run_all(workspace: &Workspace) -> Result<(), Failure> {
@@ -27,11 +27,10 @@ pub fn run_all(workspace: &Workspace) -> Result<(), Failure> {
         command
             .arg(format!("-L{}", lib_dir.display()))
             .arg(format!("-Wl,-rpath,{}", lib_dir.display()))
-            .arg("-ltutti");
+            .arg("-ltutti")
+            .arg("-lm");
     };
 
-    println!("==> C: ffi-tests/c/test_basic.c");
-    let c_source = root.join("ffi-tests/c/test_basic.c");
     let c_flags = [
         "-std=c11",
         "-Wall",
@@ -40,38 +39,46 @@ pub fn run_all(workspace: &Workspace) -> Result<(), Failure> {
         "-Werror",
         "-g",
     ];
-    let c_binary = build.join("test_basic_c");
-    let mut gcc = Command::new("gcc");
-    gcc.args(c_flags)
-        .arg(format!("-I{}", root.join("include").display()))
-        .arg(&c_source)
-        .arg("-o")
-        .arg(&c_binary);
-    link(&mut gcc);
-    run(&mut gcc)?;
-    run(Command::new(&c_binary).current_dir(root))?;
+    let sanitizers = sanitizers_available(&build);
+    for c_source in c_programs(&root.join("ffi-tests/c"))? {
+        let stem = c_source
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        println!("==> C: ffi-tests/c/{stem}.c");
+        let c_binary = build.join(format!("{stem}_c"));
+        let mut gcc = Command::new("gcc");
+        gcc.args(c_flags)
+            .arg(format!("-I{}", root.join("include").display()))
+            .arg(&c_source)
+            .arg("-o")
+            .arg(&c_binary);
+        link(&mut gcc);
+        run(&mut gcc)?;
+        run(Command::new(&c_binary).current_dir(root))?;
 
-    println!("==> C under AddressSanitizer and UBSan");
-    let asan_binary = build.join("test_basic_c_asan");
-    let mut gcc = Command::new("gcc");
-    gcc.args(c_flags)
-        .args([
-            "-fsanitize=address,undefined",
-            "-fno-omit-frame-pointer",
-            "-fno-sanitize-recover=all",
-        ])
-        .arg(format!("-I{}", root.join("include").display()))
-        .arg(&c_source)
-        .arg("-o")
-        .arg(&asan_binary);
-    link(&mut gcc);
-    if sanitizers_available(&build) {
+        if !sanitizers {
+            println!("gcc cannot link -fsanitize=address,undefined here: skipped");
+            continue;
+        }
+        println!("==> C under AddressSanitizer and UBSan: {stem}.c");
+        let asan_binary = build.join(format!("{stem}_c_asan"));
+        let mut gcc = Command::new("gcc");
+        gcc.args(c_flags)
+            .args([
+                "-fsanitize=address,undefined",
+                "-fno-omit-frame-pointer",
+                "-fno-sanitize-recover=all",
+            ])
+            .arg(format!("-I{}", root.join("include").display()))
+            .arg(&c_source)
+            .arg("-o")
+            .arg(&asan_binary);
+        link(&mut gcc);
         run(&mut gcc)?;
         run(Command::new(&asan_binary)
             .current_dir(root)
             .env("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0"))?;
-    } else {
-        println!("gcc cannot link -fsanitize=address,undefined here: skipped");
     }
 
     println!("==> Fortran: ffi-tests/fortran/test_basic.f90");
@@ -117,6 +124,18 @@ pub fn run_all(workspace: &Workspace) -> Result<(), Failure> {
 
 /// Whether gcc can build and run a trivial program with the sanitizers (libasan and
 /// libubsan are part of Debian's gcc, but not of every toolchain).
+/// The C test programs: every `*.c` in `dir`, in name order.
+fn c_programs(dir: &Path) -> Result<Vec<std::path::PathBuf>, Failure> {
+    let entries = std::fs::read_dir(dir)
+        .map_err(|err| Failure::new(format!("reading {}: {err}", dir.display())))?;
+    let mut programs: Vec<_> = entries
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| path.extension().is_some_and(|ext| ext == "c"))
+        .collect();
+    programs.sort();
+    Ok(programs)
+}
+
 fn sanitizers_available(build: &Path) -> bool {
     let source = build.join("sanitizer_probe.c");
     let binary = build.join("sanitizer_probe");

@@ -23,7 +23,7 @@
 //! The core, shared by every entry point: [`status`] (the status enum and the error a call
 //! fails with), [`boundary`] (the panic boundary, the last error and the argument checks),
 //! [`memory`] (buffers handed to C and [`tutti_free_c`]). Entry points live in one module per
-//! area: [`version`], [`devices`]; a workload adds its own module (`fmm`, `sweep`, ...) on the
+//! area: [`version`], [`devices`], [`fit`]; a workload adds its own module (`fmm`, `sweep`, ...) on the
 //! same core. The modules are ordinary Rust, tested from Rust; the `cdylib` and `staticlib`
 //! are a thin artifact over them.
 //!
@@ -33,6 +33,7 @@
 
 pub mod boundary;
 pub mod devices;
+pub mod fit;
 pub mod memory;
 pub mod status;
 pub mod version;
@@ -40,6 +41,9 @@ pub mod version;
 pub use boundary::tutti_last_error;
 pub use devices::{
     tutti_device_count, tutti_device_info, TuttiDeviceInfo, TuttiKind, TUTTI_MAX_SIMULATED_DEVICES,
+};
+pub use fit::{
+    tutti_fit, tutti_fit_options_default, TuttiFitOptions, TuttiFitResult, TuttiResidualFn,
 };
 pub use memory::tutti_free_c;
 pub use status::{tutti_status_name, Error, TuttiStatus};

@@ -135,7 +135,7 @@ pub unsafe fn free_c(ptr: *mut c_void) -> Result<(), Error> {
 }
 
 fn is_payload_aligned<T>(ptr: *const T) -> bool {
-    ptr.addr() % PAYLOAD_ALIGN == 0
+    ptr.addr().is_multiple_of(PAYLOAD_ALIGN)
 }
 
 /// Releases a buffer or string returned by tutti. Freeing NULL is a no-op returning

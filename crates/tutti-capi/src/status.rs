@@ -33,11 +33,14 @@ pub enum TuttiStatus {
     TUTTI_ERROR_IO = -6,
     /// tutti panicked: a bug in tutti, caught at the boundary. The message says where.
     TUTTI_ERROR_PANIC = -7,
+    /// A user callback reported failure (a non-zero return) or returned non-finite values
+    /// where the computation could not go around them (e.g. at a fit's starting point).
+    TUTTI_ERROR_CALLBACK = -8,
 }
 
 impl TuttiStatus {
     /// Every status, in declaration order.
-    pub const fn all() -> [TuttiStatus; 8] {
+    pub const fn all() -> [TuttiStatus; 9] {
         [
             Self::TUTTI_OK,
             Self::TUTTI_ERROR_INVALID_ARGUMENT,
@@ -47,6 +50,7 @@ impl TuttiStatus {
             Self::TUTTI_ERROR_OUT_OF_MEMORY,
             Self::TUTTI_ERROR_IO,
             Self::TUTTI_ERROR_PANIC,
+            Self::TUTTI_ERROR_CALLBACK,
         ]
     }
 
@@ -71,6 +75,7 @@ impl TuttiStatus {
             Self::TUTTI_ERROR_OUT_OF_MEMORY => c"TUTTI_ERROR_OUT_OF_MEMORY",
             Self::TUTTI_ERROR_IO => c"TUTTI_ERROR_IO",
             Self::TUTTI_ERROR_PANIC => c"TUTTI_ERROR_PANIC",
+            Self::TUTTI_ERROR_CALLBACK => c"TUTTI_ERROR_CALLBACK",
         }
     }
 }

@@ -1,0 +1,444 @@
+//! Fits from C: residuals and Jacobians come from a user callback.
+
+use std::ffi::{c_int, c_void};
+
+use tutti_backend::Resources;
+use tutti_fit::{fit, Experiment, FitError, FitOptions, Mesh};
+
+use crate::boundary::{ffi_call, input_slice, output_slice, positive_count, Out};
+use crate::status::{Error, TuttiStatus};
+
+/// Computes one experiment's residuals and Jacobian at `parameters`.
+///
+/// Arguments: `user_data` as given to `tutti_fit`; the experiment's index
+/// (`0 <= experiment < n_experiments`); `parameters` (`n_parameters` values); `residuals`
+/// (write `n_residuals` values); `jacobian` (write `n_residuals * n_parameters` values,
+/// row-major: `jacobian[i * n_parameters + j] = d residual_i / d parameter_j`).
+///
+/// Return 0 on success, anything else on failure (a trial step is then rejected; at the
+/// starting point the fit fails with `TUTTI_ERROR_CALLBACK`). The callback may be called
+/// concurrently from several threads for different experiments; the arrays are valid only
+/// during the call.
+pub type TuttiResidualFn = Option<
+    unsafe extern "C" fn(
+        user_data: *mut c_void,
+        experiment: c_int,
+        parameters: *const f64,
+        n_parameters: c_int,
+        residuals: *mut f64,
+        n_residuals: c_int,
+        jacobian: *mut f64,
+    ) -> c_int,
+>;
+
+/// Options of `tutti_fit`. Start from `tutti_fit_options_default`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TuttiFitOptions {
+    /// Simulated devices the experiments are split over (at least 1; default 1).
+    pub devices: c_int,
+    /// Most iterations (default 200).
+    pub max_iterations: c_int,
+    /// Stop when the largest gradient component is at most this (default 1e-10).
+    pub gradient_tolerance: f64,
+    /// Stop when a step is at most this relative to the parameters (default 1e-12).
+    pub step_tolerance: f64,
+    /// Stop when an accepted step lowers the cost by at most this fraction (default 1e-14).
+    pub cost_tolerance: f64,
+}
+
+/// Diagnostics of `tutti_fit`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct TuttiFitResult {
+    /// `0.5 * sum |r|^2` at the solution.
+    pub cost: f64,
+    /// Iterations taken.
+    pub iterations: c_int,
+    /// Evaluations of all experiments.
+    pub evaluations: c_int,
+    /// 1 if a tolerance was met, 0 if the iteration limit was reached.
+    pub converged: c_int,
+}
+
+impl Default for TuttiFitOptions {
+    fn default() -> Self {
+        let defaults = FitOptions::default();
+        Self {
+            devices: 1,
+            max_iterations: c_int::try_from(defaults.max_iterations).unwrap_or(c_int::MAX),
+            gradient_tolerance: defaults.gradient_tolerance,
+            step_tolerance: defaults.step_tolerance,
+            cost_tolerance: defaults.cost_tolerance,
+        }
+    }
+}
+
+/// Writes the default fit options to `*options`.
+///
+/// # Safety
+/// `options` is NULL or valid for writing a `TuttiFitOptions`.
+#[no_mangle]
+pub unsafe extern "C" fn tutti_fit_options_default(options: *mut TuttiFitOptions) -> c_int {
+    ffi_call("tutti_fit_options_default", || {
+        // SAFETY: NULL or valid for writes (the caller's promise).
+        let out = unsafe { Out::new(options, "options")? };
+        out.write(TuttiFitOptions::default());
+        Ok(())
+    })
+}
+
+/// One experiment seen through the C callback.
+struct CallbackExperiment {
+    callback: unsafe extern "C" fn(
+        *mut c_void,
+        c_int,
+        *const f64,
+        c_int,
+        *mut f64,
+        c_int,
+        *mut f64,
+    ) -> c_int,
+    user_data: UserData,
+    index: c_int,
+    residuals: c_int,
+}
+
+/// The caller's `user_data` pointer, passed back to the callback untouched.
+#[derive(Clone, Copy)]
+struct UserData(*mut c_void);
+
+// SAFETY: tutti never dereferences the pointer; it only hands it back to the callback,
+// which the caller promises may run concurrently from several threads (tutti_fit's contract).
+unsafe impl Sync for UserData {}
+// SAFETY: as above.
+unsafe impl Send for UserData {}
+
+impl Experiment for CallbackExperiment {
+    fn residual_count(&self) -> usize {
+        self.residuals as usize
+    }
+
+    fn evaluate(
+        &self,
+        parameters: &[f64],
+        residuals: &mut [f64],
+        jacobian: &mut [f64],
+    ) -> Result<(), String> {
+        let n = c_int::try_from(parameters.len()).map_err(|_| "too many parameters".to_string())?;
+        // SAFETY: the callback is the caller's function with the documented signature; the
+        // arrays are valid for the lengths passed during the call.
+        let status = unsafe {
+            (self.callback)(
+                self.user_data.0,
+                self.index,
+                parameters.as_ptr(),
+                n,
+                residuals.as_mut_ptr(),
+                self.residuals,
+                jacobian.as_mut_ptr(),
+            )
+        };
+        if status == 0 {
+            Ok(())
+        } else {
+            Err(format!(
+                "the residual callback returned {status} for experiment {}",
+                self.index
+            ))
+        }
+    }
+}
+
+fn fit_error(error: FitError) -> Error {
+    let status = match &error {
+        FitError::Experiment { .. } | FitError::NonFinite { .. } => {
+            TuttiStatus::TUTTI_ERROR_CALLBACK
+        }
+        FitError::InvalidArgument { .. } | FitError::Mesh(_) => {
+            TuttiStatus::TUTTI_ERROR_INVALID_ARGUMENT
+        }
+        FitError::Io { .. } | FitError::BadLedger { .. } => TuttiStatus::TUTTI_ERROR_IO,
+        _ => TuttiStatus::TUTTI_ERROR_DEVICE,
+    };
+    Error::new(status, error.to_string())
+}
+
+fn positive_tolerance(value: f64, name: &str) -> Result<f64, Error> {
+    if value > 0.0 && value.is_finite() {
+        Ok(value)
+    } else {
+        Err(Error::invalid_argument(format!(
+            "options->{name} is {value}: expected a positive finite number"
+        )))
+    }
+}
+
+/// Fits `n_parameters` parameters, starting from `initial`, to `n_experiments` experiments
+/// whose residuals and Jacobians `residual_fn` computes (experiment `e` has
+/// `residual_counts[e]` residuals), by Levenberg–Marquardt over `options->devices` simulated
+/// devices; the result does not depend on the device count.
+///
+/// Outputs (caller-owned, written only on success): `parameters_out` (`n_parameters`
+/// values), `covariance_out` (`n_parameters * n_parameters` values, row-major, the inverse of
+/// `J^T J` at the solution; may be NULL), `result_out` (diagnostics).
+///
+/// `options` may be NULL for the defaults. The callback may run concurrently from several
+/// threads for different experiments, and must be safe to do so with `user_data`.
+///
+/// Errors: NULL required pointers or callback (`TUTTI_ERROR_NULL_POINTER`); counts below 1,
+/// non-finite initial values, bad options (`TUTTI_ERROR_INVALID_ARGUMENT`); the callback
+/// failing at the starting point (`TUTTI_ERROR_CALLBACK`); a singular `J^T J` when
+/// `covariance_out` is requested (`TUTTI_ERROR_INVALID_ARGUMENT`).
+///
+/// # Safety
+/// `residual_counts` holds `n_experiments` ints, `initial` and `parameters_out`
+/// `n_parameters` doubles, `covariance_out` (if not NULL) `n_parameters^2` doubles;
+/// `options` and `result_out` are NULL or valid; the callback honours its contract.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn tutti_fit(
+    residual_fn: TuttiResidualFn,
+    user_data: *mut c_void,
+    n_experiments: c_int,
+    residual_counts: *const c_int,
+    n_parameters: c_int,
+    initial: *const f64,
+    options: *const TuttiFitOptions,
+    parameters_out: *mut f64,
+    covariance_out: *mut f64,
+    result_out: *mut TuttiFitResult,
+) -> c_int {
+    ffi_call("tutti_fit", || {
+        let callback = residual_fn.ok_or_else(|| Error::null_pointer("residual_fn"))?;
+        let experiments = positive_count(n_experiments, "n_experiments")?;
+        let parameters = positive_count(n_parameters, "n_parameters")?;
+        // SAFETY: the lengths are the caller's promise; the helpers check NULL and alignment.
+        let (counts, initial, parameters_out, result_out) = unsafe {
+            (
+                input_slice(residual_counts, experiments, "residual_counts")?,
+                input_slice(initial, parameters, "initial")?,
+                output_slice(parameters_out, parameters, "parameters_out")?,
+                Out::new(result_out, "result_out")?,
+            )
+        };
+        let covariance_out = if covariance_out.is_null() {
+            None
+        } else {
+            // SAFETY: not NULL, so valid for n^2 doubles (the caller's promise).
+            Some(unsafe {
+                output_slice(covariance_out, parameters * parameters, "covariance_out")?
+            })
+        };
+        if !options.is_aligned() {
+            return Err(Error::invalid_argument("argument `options` is not aligned"));
+        }
+        // SAFETY: NULL or valid for reading a TuttiFitOptions (the caller's promise), and
+        // aligned (checked above).
+        let options = unsafe { options.as_ref() }.copied().unwrap_or_default();
+        if let Some(e) = counts.iter().position(|&count| count < 1) {
+            return Err(Error::invalid_argument(format!(
+                "residual_counts[{e}] is {}: every experiment needs at least one residual",
+                counts[e]
+            )));
+        }
+        let devices = positive_count(options.devices, "options->devices")?;
+        let mut fit_options = FitOptions::default();
+        fit_options.max_iterations =
+            positive_count(options.max_iterations, "options->max_iterations")?;
+        fit_options.gradient_tolerance =
+            positive_tolerance(options.gradient_tolerance, "gradient_tolerance")?;
+        fit_options.step_tolerance = positive_tolerance(options.step_tolerance, "step_tolerance")?;
+        fit_options.cost_tolerance = positive_tolerance(options.cost_tolerance, "cost_tolerance")?;
+
+        let experiments: Vec<CallbackExperiment> = counts
+            .iter()
+            .enumerate()
+            .map(|(index, &residuals)| CallbackExperiment {
+                callback,
+                user_data: UserData(user_data),
+                index: index as c_int,
+                residuals,
+            })
+            .collect();
+        let devices = Resources::cpu(devices).select()?;
+        let mesh = Mesh::data(devices).map_err(fit_error)?;
+        let report = fit(&experiments, initial, &mesh, &fit_options).map_err(fit_error)?;
+        if let Some(out) = covariance_out {
+            let covariance = report.covariance.as_ref().ok_or_else(|| {
+                Error::invalid_argument(
+                    "J^T J is singular at the solution: no covariance (pass NULL for covariance_out)",
+                )
+            })?;
+            out.copy_from_slice(covariance);
+        }
+        parameters_out.copy_from_slice(&report.parameters);
+        result_out.write(TuttiFitResult {
+            cost: report.cost,
+            iterations: c_int::try_from(report.iterations).unwrap_or(c_int::MAX),
+            evaluations: c_int::try_from(report.evaluations).unwrap_or(c_int::MAX),
+            converged: c_int::from(report.converged()),
+        });
+        Ok(())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// y = a * exp(b * x) at five x per experiment; experiment e's data are exact for
+    /// (a, b) = (2, -0.5), so the fit must land there.
+    unsafe extern "C" fn exponential(
+        user_data: *mut c_void,
+        experiment: c_int,
+        p: *const f64,
+        n: c_int,
+        r: *mut f64,
+        m: c_int,
+        j: *mut f64,
+    ) -> c_int {
+        // SAFETY: the test passes a pointer to an AtomicUsize call counter.
+        let calls = unsafe { &*(user_data as *const std::sync::atomic::AtomicUsize) };
+        calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        // SAFETY: tutti passes arrays of the stated lengths.
+        let (p, r, j) = unsafe {
+            (
+                std::slice::from_raw_parts(p, n as usize),
+                std::slice::from_raw_parts_mut(r, m as usize),
+                std::slice::from_raw_parts_mut(j, (m * n) as usize),
+            )
+        };
+        for i in 0..m as usize {
+            let x = f64::from(experiment) + 0.25 * i as f64;
+            let model = p[0] * (p[1] * x).exp();
+            r[i] = model - 2.0 * (-0.5 * x).exp();
+            j[2 * i] = (p[1] * x).exp();
+            j[2 * i + 1] = p[0] * x * (p[1] * x).exp();
+        }
+        0
+    }
+
+    unsafe extern "C" fn failing(
+        _: *mut c_void,
+        _: c_int,
+        _: *const f64,
+        _: c_int,
+        _: *mut f64,
+        _: c_int,
+        _: *mut f64,
+    ) -> c_int {
+        7
+    }
+
+    #[test]
+    fn a_callback_fit_recovers_exact_parameters_on_any_device_count() {
+        let calls = std::sync::atomic::AtomicUsize::new(0);
+        let counts = [5, 5, 5, 5];
+        let mut first = None;
+        for devices in [1, 3] {
+            let options = TuttiFitOptions {
+                devices,
+                ..TuttiFitOptions::default()
+            };
+            let mut parameters = [0.0; 2];
+            let mut covariance = [0.0; 4];
+            let mut result = TuttiFitResult::default();
+            // SAFETY: every array has the stated length; the callback reads its counter.
+            let status = unsafe {
+                tutti_fit(
+                    Some(exponential),
+                    &calls as *const _ as *mut c_void,
+                    4,
+                    counts.as_ptr(),
+                    2,
+                    [1.0, 0.0].as_ptr(),
+                    &options,
+                    parameters.as_mut_ptr(),
+                    covariance.as_mut_ptr(),
+                    &mut result,
+                )
+            };
+            assert_eq!(status, 0, "{}", crate::boundary::last_error());
+            assert!(
+                (parameters[0] - 2.0).abs() < 1e-10 && (parameters[1] + 0.5).abs() < 1e-10,
+                "{parameters:?}"
+            );
+            assert!(result.cost < 1e-20 && result.converged == 1);
+            assert!(
+                covariance[0] > 0.0
+                    && (covariance[1] - covariance[2]).abs() < 1e-12 * covariance[1].abs().max(1.0)
+            );
+            let bits = parameters.map(f64::to_bits);
+            assert_eq!(
+                *first.get_or_insert(bits),
+                bits,
+                "the same bits on {devices} devices"
+            );
+        }
+        assert!(calls.load(std::sync::atomic::Ordering::SeqCst) > 0);
+    }
+
+    #[test]
+    fn bad_arguments_and_failing_callbacks_are_statuses() {
+        let mut parameters = [0.0; 2];
+        let mut result = TuttiFitResult::default();
+        let counts = [3];
+        // SAFETY: arrays of the stated lengths; NULL where the test says so.
+        let status = unsafe {
+            tutti_fit(
+                None,
+                std::ptr::null_mut(),
+                1,
+                counts.as_ptr(),
+                2,
+                [1.0, 1.0].as_ptr(),
+                std::ptr::null(),
+                parameters.as_mut_ptr(),
+                std::ptr::null_mut(),
+                &mut result,
+            )
+        };
+        assert_eq!(status, TuttiStatus::TUTTI_ERROR_NULL_POINTER.code());
+        assert!(crate::boundary::last_error().contains("residual_fn"));
+        // SAFETY: as above.
+        let status = unsafe {
+            tutti_fit(
+                Some(failing),
+                std::ptr::null_mut(),
+                1,
+                counts.as_ptr(),
+                2,
+                [1.0, 1.0].as_ptr(),
+                std::ptr::null(),
+                parameters.as_mut_ptr(),
+                std::ptr::null_mut(),
+                &mut result,
+            )
+        };
+        assert_eq!(status, TuttiStatus::TUTTI_ERROR_CALLBACK.code());
+        assert!(
+            crate::boundary::last_error().contains("returned 7"),
+            "{}",
+            crate::boundary::last_error()
+        );
+        assert_eq!(parameters, [0.0, 0.0], "outputs untouched on failure");
+        // SAFETY: as above.
+        let status = unsafe {
+            tutti_fit(
+                Some(failing),
+                std::ptr::null_mut(),
+                1,
+                [0].as_ptr(),
+                2,
+                [1.0, 1.0].as_ptr(),
+                std::ptr::null(),
+                parameters.as_mut_ptr(),
+                std::ptr::null_mut(),
+                &mut result,
+            )
+        };
+        assert_eq!(status, TuttiStatus::TUTTI_ERROR_INVALID_ARGUMENT.code());
+        assert!(crate::boundary::last_error().contains("residual_counts[0]"));
+    }
+}

@@ -1,0 +1,69 @@
+"""tutti.fit through a Python callback: exact recovery, device independence, errors."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+import tutti
+
+TRUE = (2.0, -0.5)
+
+
+def exponential(experiment: int, p: list[float]):
+    """y = a exp(b x) against exact data from (a, b) = (2, -0.5); five points per experiment."""
+    xs = [experiment + 0.25 * i for i in range(5)]
+    r = [p[0] * math.exp(p[1] * x) - TRUE[0] * math.exp(TRUE[1] * x) for x in xs]
+    jac = [[math.exp(p[1] * x), p[0] * x * math.exp(p[1] * x)] for x in xs]
+    return r, jac
+
+
+def test_fit_recovers_exact_parameters_on_one_and_three_devices() -> None:
+    one = tutti.fit(exponential, [5, 5, 5, 5], [1.0, 0.0], devices=1)
+    three = tutti.fit(exponential, [5, 5, 5, 5], [1.0, 0.0], devices=3)
+    assert one.converged
+    assert one.parameters[0] == pytest.approx(2.0, abs=1e-10)
+    assert one.parameters[1] == pytest.approx(-0.5, abs=1e-10)
+    assert one.cost < 1e-20
+    assert three.parameters == one.parameters  # the same bits
+    cov = one.covariance
+    assert cov[0][0] > 0 and cov[1][1] > 0 and cov[0][1] == pytest.approx(cov[1][0], rel=1e-12)
+
+
+def test_a_noisy_linear_fit_matches_the_normal_equations() -> None:
+    xs = [i * 0.1 for i in range(20)]
+    ys = [0.5 + 1.5 * x + 0.01 * ((i * 7) % 5 - 2) for i, x in enumerate(xs)]
+
+    def line(_: int, p: list[float]):
+        return [p[0] + p[1] * x - y for x, y in zip(xs, ys)], [[1.0, x] for x in xs]
+
+    result = tutti.fit(line, [len(xs)], [0.0, 0.0])
+    n = len(xs)
+    sx, sy = sum(xs), sum(ys)
+    sxx, sxy = sum(x * x for x in xs), sum(x * y for x, y in zip(xs, ys))
+    slope = (n * sxy - sx * sy) / (n * sxx - sx * sx)
+    intercept = (sy - slope * sx) / n
+    assert result.parameters[0] == pytest.approx(intercept, rel=1e-10)
+    assert result.parameters[1] == pytest.approx(slope, rel=1e-10)
+
+
+def test_an_exception_in_the_callback_is_raised_with_the_tutti_error() -> None:
+    def broken(experiment: int, p: list[float]):
+        raise RuntimeError(f"model failed for experiment {experiment}")
+
+    with pytest.raises(tutti.TuttiError) as caught:
+        tutti.fit(broken, [3], [1.0])
+    assert caught.value.status == tutti.Status.ERROR_CALLBACK
+    assert isinstance(caught.value.__cause__, RuntimeError)
+    assert "model failed" in str(caught.value.__cause__)
+
+
+def test_bad_arguments_raise() -> None:
+    with pytest.raises(tutti.TuttiError) as caught:
+        tutti.fit(exponential, [], [1.0, 0.0])
+    assert caught.value.status == tutti.Status.ERROR_INVALID_ARGUMENT
+    assert "n_experiments" in caught.value.message
+    with pytest.raises(tutti.TuttiError) as caught:
+        tutti.fit(exponential, [5], [1.0, 0.0], devices=0)
+    assert "devices" in caught.value.message
