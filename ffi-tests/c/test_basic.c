@@ -8,24 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "check.h"
 #include "tutti.h"
-
-static int failures = 0;
-static int checks = 0;
-
-/* Counts and prints one check; on failure also the condition and where it is. */
-#define CHECK(cond, ...)                                                       \
-    do {                                                                       \
-        checks++;                                                              \
-        int passed_ = (cond);                                                  \
-        printf(passed_ ? "ok    " : "FAIL  ");                                 \
-        printf(__VA_ARGS__);                                                   \
-        if (!passed_) {                                                        \
-            failures++;                                                        \
-            printf("\n      %s:%d: %s is false", __FILE__, __LINE__, #cond); \
-        }                                                                      \
-        printf("\n");                                                         \
-    } while (0)
 
 /* Whether the calling thread's last error contains `needle`. */
 static int last_error_mentions(const char *needle) {
@@ -153,6 +137,5 @@ int main(void) {
     int cores = check_device_count();
     check_device_info(cores > 0 ? cores : 1);
     check_free_c();
-    printf("%d passed, %d failed\n", checks - failures, failures);
-    return failures == 0 ? 0 : 1;
+    return CHECK_SUMMARY();
 }

@@ -10,23 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "check.h"
 #include "tutti.h"
-
-static int failures = 0;
-static int checks = 0;
-
-#define CHECK(cond, ...)                                                       \
-    do {                                                                       \
-        checks++;                                                              \
-        int passed_ = (cond);                                                  \
-        printf(passed_ ? "ok    " : "FAIL  ");                                 \
-        printf(__VA_ARGS__);                                                   \
-        if (!passed_) {                                                        \
-            failures++;                                                        \
-            printf("\n      %s:%d: %s is false", __FILE__, __LINE__, #cond); \
-        }                                                                      \
-        printf("\n");                                                         \
-    } while (0)
 
 /* The callback: residuals and Jacobian of experiment `e`; counts its calls in user_data
  * (atomically: tutti may call it from several threads at once). */
@@ -92,6 +77,5 @@ int main(void) {
     CHECK(status == TUTTI_ERROR_INVALID_ARGUMENT && strstr(tutti_last_error(), "n_experiments"),
           "zero experiments is TUTTI_ERROR_INVALID_ARGUMENT: \"%s\"", tutti_last_error());
 
-    printf("%d passed, %d failed\n", checks - failures, failures);
-    return failures == 0 ? 0 : 1;
+    return CHECK_SUMMARY();
 }

@@ -50,6 +50,7 @@ pub fn run_all(workspace: &Workspace) -> Result<(), Failure> {
         let mut gcc = Command::new("gcc");
         gcc.args(c_flags)
             .arg(format!("-I{}", root.join("include").display()))
+            .arg(format!("-I{}", root.join("ffi-tests/include").display()))
             .arg(&c_source)
             .arg("-o")
             .arg(&c_binary);
@@ -71,6 +72,7 @@ pub fn run_all(workspace: &Workspace) -> Result<(), Failure> {
                 "-fno-sanitize-recover=all",
             ])
             .arg(format!("-I{}", root.join("include").display()))
+            .arg(format!("-I{}", root.join("ffi-tests/include").display()))
             .arg(&c_source)
             .arg("-o")
             .arg(&asan_binary);
