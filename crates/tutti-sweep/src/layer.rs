@@ -1,0 +1,52 @@
+//! A layer of a stack: a train whose cores arrive one site at a time, in sweep order.
+
+use crate::train::{kind_name, Core, CoreShape, TensorTrain, TrainKind};
+use crate::{Scalar, SweepError};
+
+/// The cores of one train, one site at a time, in the order asked for.
+pub type CoreStream<T> = Box<dyn Iterator<Item = Result<Core<T>, SweepError>> + Send>;
+
+/// A train the sweep can read: its shapes up front, its cores on demand.
+///
+/// Implemented by [`TensorTrain`] (in memory) and [`crate::NpyTrain`] (a directory of `.npy`
+/// files read lazily by a loader thread), so a stack may mix both and a train larger than
+/// memory streams through. Shapes are validated when the layer is made; a core that turns out
+/// unreadable or non-finite while streaming is an error of the stream.
+pub trait Layer<T: Scalar>: Sync {
+    /// A name for messages (a directory, or "MPS"/"MPO").
+    fn name(&self) -> String;
+    /// MPS or MPO.
+    fn kind(&self) -> TrainKind;
+    /// The core shapes, site 0 first (validated: bonds chain, outer bonds 1).
+    fn shapes(&self) -> Vec<CoreShape>;
+    /// The cores, site 0 first, or site n-1 first when `reverse`.
+    fn stream(&self, reverse: bool) -> Result<CoreStream<T>, SweepError>;
+}
+
+impl<T: Scalar> Layer<T> for TensorTrain<T> {
+    fn name(&self) -> String {
+        kind_name(self.kind()).to_string()
+    }
+
+    fn kind(&self) -> TrainKind {
+        TensorTrain::kind(self)
+    }
+
+    fn shapes(&self) -> Vec<CoreShape> {
+        TensorTrain::shapes(self)
+    }
+
+    fn stream(&self, reverse: bool) -> Result<CoreStream<T>, SweepError> {
+        let mut cores: Vec<Core<T>> = self.cores().to_vec();
+        if reverse {
+            cores.reverse();
+        }
+        Ok(Box::new(cores.into_iter().map(Ok)))
+    }
+}
+
+/// Every core of a layer, in memory.
+pub fn load<T: Scalar>(layer: &dyn Layer<T>) -> Result<TensorTrain<T>, SweepError> {
+    let cores = layer.stream(false)?.collect::<Result<Vec<_>, _>>()?;
+    Ok(TensorTrain::from_trusted(layer.kind(), cores))
+}

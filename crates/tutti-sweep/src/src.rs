@@ -1,0 +1,318 @@
+//! Successive randomized compression (SRC) of a stack: options, entry points, diagnostics.
+
+use std::sync::{Arc, Once};
+use std::time::Instant;
+
+use faer::Par;
+use tutti_backend::{DeviceRequest, Resources};
+use tutti_group::{Group, RunError};
+
+use crate::distributed::{sweep_rank, Solo, SweepPlan};
+use crate::exact::{check_chi_cutoff, compress_exact, right_canonicalize, truncate_left_to_right};
+use crate::layer::Layer;
+use crate::stack::Stack;
+use crate::train::TensorTrain;
+use crate::{Scalar, SweepError};
+
+/// Which pass of the sweep a progress report belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pass {
+    /// Left to right: sketched environments.
+    Sketch,
+    /// Right to left: QR of the sketch, projected environments.
+    Orthogonalize,
+}
+
+/// One progress report: `site` of `sites` in `pass` is starting (reported by rank 0).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SweepProgress {
+    /// The pass.
+    pub pass: Pass,
+    /// The site (0-based).
+    pub site: usize,
+    /// The number of sites.
+    pub sites: usize,
+}
+
+/// A progress callback.
+pub type ProgressFn = Arc<dyn Fn(SweepProgress) + Send + Sync>;
+
+/// Options of [`src`].
+///
+/// Defaults ([`SrcOptions::new`]): no oversampling, no cutoff, seed 0, the plain path on the
+/// caller's thread (no device group), no progress reports.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct SrcOptions {
+    /// The largest bond of the result (at least 1).
+    pub chi_out: usize,
+    /// Extra sketch columns k: the sweep keeps bonds up to `chi_out + k`, then one SVD
+    /// truncation sweep brings them down to `chi_out`. 0: plain SRC.
+    pub oversample: usize,
+    /// Relative singular-value cutoff, in [0, 1): when positive (or with oversampling), the
+    /// final SVD truncation sweep keeps at each bond only the singular values
+    /// `sigma_i > cutoff * sigma_0`, `sigma_0` the largest at that bond (and at most
+    /// `chi_out`, at least one). 0 keeps up to `chi_out`.
+    pub cutoff: f64,
+    /// The seed of the sketch: the draws for sketch column j at site k depend only on
+    /// (seed, k, j).
+    pub seed: u64,
+    /// Devices to split the sweep among (`None`: the plain path on the calling thread).
+    pub resources: Option<Resources>,
+    /// Called by rank 0 at the start of every site of both passes.
+    pub progress: Option<ProgressFn>,
+}
+
+impl std::fmt::Debug for SrcOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SrcOptions")
+            .field("chi_out", &self.chi_out)
+            .field("oversample", &self.oversample)
+            .field("cutoff", &self.cutoff)
+            .field("seed", &self.seed)
+            .field("resources", &self.resources)
+            .field("progress", &self.progress.is_some())
+            .finish()
+    }
+}
+
+impl SrcOptions {
+    /// Options for a result with bonds <= `chi_out`, every other option at its default.
+    pub fn new(chi_out: usize) -> Self {
+        Self {
+            chi_out,
+            oversample: 0,
+            cutoff: 0.0,
+            seed: 0,
+            resources: None,
+            progress: None,
+        }
+    }
+
+    /// With `k` extra sketch columns.
+    pub fn with_oversample(mut self, k: usize) -> Self {
+        self.oversample = k;
+        self
+    }
+
+    /// With a relative singular-value cutoff.
+    pub fn with_cutoff(mut self, cutoff: f64) -> Self {
+        self.cutoff = cutoff;
+        self
+    }
+
+    /// With this seed.
+    pub fn with_seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+
+    /// Split among these devices.
+    pub fn with_resources(mut self, resources: Resources) -> Self {
+        self.resources = Some(resources);
+        self
+    }
+
+    /// With a progress callback.
+    pub fn with_progress(mut self, progress: ProgressFn) -> Self {
+        self.progress = Some(progress);
+        self
+    }
+}
+
+/// Diagnostics of [`src`].
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct SrcInfo {
+    /// The sketch width, `chi_out + oversample`.
+    pub sketch_width: usize,
+    /// The bonds of the result, `[1, ..., 1]`.
+    pub bonds: Vec<usize>,
+    /// `||result||` (the Frobenius norm of site 0: the result is right-canonical).
+    pub norm: f64,
+    /// The number of devices the sweep was split among (1 on the plain path).
+    pub devices: usize,
+    /// Wall-clock seconds of the whole call.
+    pub seconds: f64,
+    /// Whether the stack was too short (2 sites) and was contracted exactly instead.
+    pub exact_fallback: bool,
+    /// The weight (sum of squared singular values) the final truncation sweep discarded.
+    pub truncated_weight: f64,
+}
+
+static SHORT_TRAIN_NOTE: Once = Once::new();
+
+/// Compresses the product of a stack of trains to bonds <= `chi_out` in one randomized sweep.
+///
+/// `layers` are in mathematical order: `src(&[u3, u2, u1, psi], ..)` is U3·U2·U1|psi>. An MPS
+/// may appear only first (a bra, NOT conjugated: `[phi, a, b]` is phi^T A B) or last (a ket);
+/// the result is an MPS if there is one, else an MPO. Layers may be in memory
+/// ([`TensorTrain`]) or on disk ([`crate::NpyTrain`], streamed site by site).
+///
+/// The method (Camaño, Epperly & Tropp): a Gaussian Khatri–Rao sketch of width
+/// `s = chi_out + oversample` is contracted left to right into sketched environments; a right
+/// to left sweep then forms at each site the sketched matrix (environment x stacked cores x
+/// projected right environment), whose QR gives the new right-orthonormal core, and the next
+/// projected environment. With oversampling or a cutoff, one SVD truncation sweep follows.
+/// The result is right-canonical (sites 1..n-1 right-orthonormal, site 0 carries the norm) with
+/// bonds <= `chi_out`; it is exact (to rounding) when `s` is at least every bond of the exact
+/// product's minimal representation.
+///
+/// With `options.resources`, the sweep is split among the devices by sketch columns; the
+/// result equals the plain path's to rounding, and is bit-identical on one device. The same
+/// seed gives the same bits run to run.
+///
+/// Stacks of two sites are contracted exactly ([`compress_exact`]; a note is printed once);
+/// one site is an error.
+///
+/// Errors: an empty stack, trains of different lengths, an MPS in the middle, a bra times a
+/// ket, mismatched physical legs or bonds, a single site, `chi_out = 0`, a cutoff outside
+/// [0, 1), unusable devices (none, duplicates), unreadable or non-finite cores.
+pub fn src<T: Scalar>(
+    layers: &[&dyn Layer<T>],
+    options: &SrcOptions,
+) -> Result<(TensorTrain<T>, SrcInfo), SweepError> {
+    let started = Instant::now();
+    check_chi_cutoff(options.chi_out, options.cutoff)?;
+    let stack = Stack::new(layers)?;
+    if stack.sites < 2 {
+        return Err(SweepError::InvalidStack {
+            detail: "a single site: there is no bond to compress".into(),
+        });
+    }
+    let width = options
+        .chi_out
+        .checked_add(options.oversample)
+        .ok_or_else(|| SweepError::InvalidOption {
+            name: "oversample",
+            value: options.oversample.to_string(),
+            expected: "chi_out + oversample must fit in usize",
+        })?;
+    let group = match &options.resources {
+        Some(resources) => Some(make_group(resources)?),
+        None => None,
+    };
+    let devices = group.as_ref().map_or(1, Group::size);
+    if stack.sites == 2 {
+        SHORT_TRAIN_NOTE.call_once(|| {
+            eprintln!(
+                "tutti-sweep: a 2-site stack is contracted exactly (SRC needs 3 sites or more)"
+            );
+        });
+        let (train, exact) = compress_exact(layers, options.chi_out, options.cutoff)?;
+        let info = SrcInfo {
+            sketch_width: width,
+            bonds: train.bonds(),
+            norm: crate::contract::norm(&train),
+            devices,
+            seconds: started.elapsed().as_secs_f64(),
+            exact_fallback: true,
+            truncated_weight: exact.discarded_weight,
+        };
+        return Ok((train, info));
+    }
+    let plan = SweepPlan {
+        stack: &stack,
+        width,
+        seed: options.seed,
+        par: Par::Seq,
+        progress: options.progress.as_ref(),
+    };
+    let swept = match &group {
+        None => {
+            let plan = SweepPlan {
+                par: Par::rayon(0),
+                ..plan
+            };
+            sweep_rank(&Solo, layers, &plan)?
+        }
+        Some(group) => {
+            let results = group
+                .run(|comm| {
+                    // Each rank runs its contractions with its device's share of the
+                    // cores (a `Comm` stays on its rank's thread, so no pool switch).
+                    let threads = comm.device().threads();
+                    let par = if threads > 1 {
+                        Par::rayon(threads)
+                    } else {
+                        Par::Seq
+                    };
+                    sweep_rank(comm, layers, &SweepPlan { par, ..plan })
+                })
+                .map_err(original_error)?;
+            results.into_iter().next().flatten()
+        }
+    };
+    let train = swept.ok_or_else(|| SweepError::Devices("rank 0 returned no result".into()))?;
+    let (train, truncated_weight) = if options.oversample > 0 || options.cutoff > 0.0 {
+        let (left, weight) = truncate_left_to_right(train, options.chi_out, options.cutoff)?;
+        (right_canonicalize(left), weight)
+    } else {
+        (train, 0.0)
+    };
+    let norm = train
+        .cores()
+        .first()
+        .map(|c| c.data.iter().map(|x| x.abs2()).sum::<f64>().sqrt())
+        .unwrap_or(0.0);
+    let info = SrcInfo {
+        sketch_width: width,
+        bonds: train.bonds(),
+        norm,
+        devices,
+        seconds: started.elapsed().as_secs_f64(),
+        exact_fallback: false,
+        truncated_weight,
+    };
+    Ok((train, info))
+}
+
+/// The first failing rank's own error (a panic becomes a `Devices` error with its message).
+fn original_error(error: RunError<SweepError>) -> SweepError {
+    match error {
+        RunError::Failed { error, .. } => error,
+        other => SweepError::Devices(other.to_string()),
+    }
+}
+
+/// A group over `resources`, refusing duplicate device ordinals (two ranks on one device
+/// would only slow the sweep down).
+fn make_group(resources: &Resources) -> Result<Group, SweepError> {
+    if let DeviceRequest::Ordinals(ordinals) = &resources.devices {
+        if ordinals.is_empty() {
+            return Err(SweepError::InvalidOption {
+                name: "devices",
+                value: "[]".into(),
+                expected: "at least one device",
+            });
+        }
+        for (i, a) in ordinals.iter().enumerate() {
+            if ordinals[..i].contains(a) {
+                return Err(SweepError::InvalidOption {
+                    name: "devices",
+                    value: format!("{ordinals:?}"),
+                    expected: "distinct device ordinals",
+                });
+            }
+        }
+    }
+    Group::from_resources(resources).map_err(|e| SweepError::Devices(e.to_string()))
+}
+
+/// `a · b` compressed to bonds <= `options.chi_out`: [`src`] on the stack `[a, b]` (an
+/// operator times a state or an operator, or a bra times an operator).
+pub fn apply<T: Scalar>(
+    a: &dyn Layer<T>,
+    b: &dyn Layer<T>,
+    options: &SrcOptions,
+) -> Result<(TensorTrain<T>, SrcInfo), SweepError> {
+    src(&[a, b], options)
+}
+
+/// One train compressed to bonds <= `options.chi_out`: [`src`] on the stack `[train]`.
+pub fn compress<T: Scalar>(
+    train: &dyn Layer<T>,
+    options: &SrcOptions,
+) -> Result<(TensorTrain<T>, SrcInfo), SweepError> {
+    src(&[train], options)
+}
