@@ -1,0 +1,530 @@
+//! Electron-repulsion integrals (ab|cd) over shell quartets, McMurchie–Davidson:
+//! (ab|cd) = 2 pi^(5/2) / (p q sqrt(p+q)) sum_{tuv} E^{ab}_{tuv} sum_{t'u'v'} (-1)^(t'+u'+v')
+//! E^{cd}_{t'u'v'} R_{t+t',u+u',v+v'}(p q / (p+q), P - Q), contracted over primitives, then
+//! transformed from Cartesian components to AOs. Chemists' notation:
+//! (ab|cd) = int int a(1) b(1) 1/r12 c(2) d(2).
+//!
+//! Shell pairs (a >= b) are precomputed once ([`EriEngine::new`]): for each primitive pair
+//! its exponent sum, centre and the Cartesian-by-Hermite expansion table (contraction
+//! coefficients folded in, stored sparsely: only the Hermite indices that can be non-zero for
+//! each Cartesian product), plus Schwarz bounds, Q_ab = sqrt(max |(ij|ij)|) per shell pair
+//! (the Fock build skips quartets with Q_ab Q_cd below its threshold) and the same per
+//! primitive pair (primitive quartets below [`PRIMITIVE_THRESHOLD`] are skipped here).
+//! Transforms that are a multiple of the identity (s, p, and Cartesian shells) are folded
+//! into the tables, so only spherical d and higher indices are transformed afterwards.
+
+use super::cartesian::{cartesian_count, components, transform};
+use super::hermite::{coulomb, expansion, hermite_indices};
+use crate::basis::{function_count, Basis};
+
+/// One primitive pair of a shell pair.
+#[derive(Clone, Debug)]
+struct PrimitivePair {
+    /// Exponent sum p = a + b.
+    exponent: f64,
+    /// Gaussian product centre P, bohr.
+    center: [f64; 3],
+    /// The non-zero E^{ab}_{tuv} (times both contraction coefficients) in the order of the
+    /// shell pair's `pattern`.
+    values: Vec<f64>,
+    /// The same times (-1)^(t+u+v), for use on the ket side.
+    signed_values: Vec<f64>,
+    /// Schwarz bound of this primitive pair alone, sqrt(max |(ij|ij)|) over the pair's AOs
+    /// restricted to these two primitives: a primitive quartet contributes at most
+    /// `schwarz_bra * schwarz_ket` to any integral.
+    schwarz: f64,
+}
+
+/// Primitive quartets whose Schwarz bound is below this are skipped: at most 6^4 of them per
+/// shell quartet, so the neglected part of any integral stays below 1e-13.
+pub const PRIMITIVE_THRESHOLD: f64 = 1e-16;
+
+/// A canonical shell pair (a >= b) and its primitive pairs.
+#[derive(Clone, Debug)]
+pub struct ShellPair {
+    /// First shell index (the larger).
+    pub a: usize,
+    /// Second shell index.
+    pub b: usize,
+    /// la + lb.
+    order: usize,
+    /// For each Cartesian product row (ca * ncart_b + cb), the Hermite indices h (into
+    /// `hermite_indices(order)`) that can be non-zero, rows concatenated.
+    pattern: Vec<usize>,
+    /// Where each row starts in `pattern` (ncart_a * ncart_b + 1 entries).
+    row_starts: Vec<usize>,
+    primitives: Vec<PrimitivePair>,
+    /// Schwarz bound sqrt(max_{i in a, j in b} |(ij|ij)|).
+    pub schwarz: f64,
+}
+
+impl ShellPair {
+    /// Number of primitive pairs kept (pairs with a zero coefficient are dropped).
+    pub fn primitive_count(&self) -> usize {
+        self.primitives.len()
+    }
+}
+
+/// Scratch space of one thread for [`EriEngine::quartet`]; reuse it across calls.
+#[derive(Debug, Default)]
+pub struct EriWorkspace {
+    r: Vec<f64>,
+    r_scratch: Vec<f64>,
+    bra_offsets: Vec<usize>,
+    ket_offsets: Vec<usize>,
+    w: Vec<f64>,
+    cart: Vec<f64>,
+    half: Vec<f64>,
+    out: Vec<f64>,
+}
+
+impl EriWorkspace {
+    /// An empty workspace (buffers grow on first use).
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+/// The ERI engine of one basis: shell-pair data and Cartesian-to-AO transforms.
+#[derive(Clone, Debug)]
+pub struct EriEngine {
+    pairs: Vec<ShellPair>,
+    ls: Vec<usize>,
+    offsets: Vec<usize>,
+    function_counts: Vec<usize>,
+    transforms: Vec<Vec<f64>>,
+    /// Per l: the constant of a transform that is a multiple of the identity (spherical and
+    /// Cartesian s and p, Cartesian l >= 2), folded into the pair tables so that the
+    /// Cartesian-to-AO step skips that index; `None` for a general transform.
+    diagonal_scale: Vec<Option<f64>>,
+    hermite: Vec<Vec<[usize; 3]>>,
+    nao: usize,
+}
+
+/// Index of the canonical pair (a, b), a >= b: a (a + 1) / 2 + b.
+pub fn pair_index(a: usize, b: usize) -> usize {
+    let (a, b) = if a >= b { (a, b) } else { (b, a) };
+    a * (a + 1) / 2 + b
+}
+
+impl EriEngine {
+    /// Precomputes every canonical shell pair and its Schwarz bound.
+    pub fn new(basis: &Basis) -> Self {
+        let shells = basis.shells();
+        let max_l = basis.max_l();
+        let kind = basis.kind();
+        let mut engine = Self {
+            pairs: Vec::with_capacity(shells.len() * (shells.len() + 1) / 2),
+            ls: shells.iter().map(|s| s.l).collect(),
+            offsets: basis.offsets().to_vec(),
+            function_counts: shells.iter().map(|s| function_count(s.l, kind)).collect(),
+            transforms: (0..=max_l).map(|l| transform(l, kind)).collect(),
+            diagonal_scale: (0..=max_l)
+                .map(|l| diagonal_scale(&transform(l, kind), cartesian_count(l)))
+                .collect(),
+            hermite: (0..=4 * max_l).map(hermite_indices).collect(),
+            nao: basis.nao(),
+        };
+        let mut e = [Vec::new(), Vec::new(), Vec::new()];
+        for (a, shell_a) in shells.iter().enumerate() {
+            for (b, shell_b) in shells[..=a].iter().enumerate() {
+                let (la, lb) = (shell_a.l, shell_b.l);
+                let order = la + lb;
+                let herm = &engine.hermite[order];
+                let comps_a = components(la);
+                let comps_b = components(lb);
+                let stride = order + 1;
+                let at = |i: usize, j: usize, t: usize| (i * (lb + 1) + j) * stride + t;
+                let separation = [
+                    shell_a.center[0] - shell_b.center[0],
+                    shell_a.center[1] - shell_b.center[1],
+                    shell_a.center[2] - shell_b.center[2],
+                ];
+                let mut pattern = Vec::new();
+                let mut row_starts = vec![0];
+                for ca in &comps_a {
+                    for cb in &comps_b {
+                        for (h, [t, u, v]) in herm.iter().enumerate() {
+                            if *t <= ca[0] + cb[0] && *u <= ca[1] + cb[1] && *v <= ca[2] + cb[2] {
+                                pattern.push(h);
+                            }
+                        }
+                        row_starts.push(pattern.len());
+                    }
+                }
+                let mut primitives = Vec::new();
+                for (&ea, &da) in shell_a.exponents.iter().zip(&shell_a.contraction) {
+                    for (&eb, &db) in shell_b.exponents.iter().zip(&shell_b.contraction) {
+                        if da == 0.0 || db == 0.0 {
+                            continue;
+                        }
+                        let p = ea + eb;
+                        for axis in 0..3 {
+                            expansion(la, lb, ea, eb, separation[axis], &mut e[axis]);
+                        }
+                        let weight = da
+                            * db
+                            * engine.diagonal_scale[la].unwrap_or(1.0)
+                            * engine.diagonal_scale[lb].unwrap_or(1.0);
+                        let mut values = Vec::with_capacity(pattern.len());
+                        let mut signed_values = Vec::with_capacity(pattern.len());
+                        for (ia, ca) in comps_a.iter().enumerate() {
+                            for (ib, cb) in comps_b.iter().enumerate() {
+                                let row = ia * comps_b.len() + ib;
+                                for &h in &pattern[row_starts[row]..row_starts[row + 1]] {
+                                    let [t, u, v] = herm[h];
+                                    let value = weight
+                                        * e[0][at(ca[0], cb[0], t)]
+                                        * e[1][at(ca[1], cb[1], u)]
+                                        * e[2][at(ca[2], cb[2], v)];
+                                    values.push(value);
+                                    signed_values.push(if (t + u + v) % 2 == 0 {
+                                        value
+                                    } else {
+                                        -value
+                                    });
+                                }
+                            }
+                        }
+                        primitives.push(PrimitivePair {
+                            exponent: p,
+                            center: [
+                                (ea * shell_a.center[0] + eb * shell_b.center[0]) / p,
+                                (ea * shell_a.center[1] + eb * shell_b.center[1]) / p,
+                                (ea * shell_a.center[2] + eb * shell_b.center[2]) / p,
+                            ],
+                            values,
+                            signed_values,
+                            schwarz: f64::INFINITY,
+                        });
+                    }
+                }
+                engine.pairs.push(ShellPair {
+                    a,
+                    b,
+                    order,
+                    pattern,
+                    row_starts,
+                    primitives,
+                    schwarz: 0.0,
+                });
+            }
+        }
+        let mut workspace = EriWorkspace::new();
+        for index in 0..engine.pairs.len() {
+            let (a, b) = (engine.pairs[index].a, engine.pairs[index].b);
+            let (na, nb) = (engine.function_counts[a], engine.function_counts[b]);
+            let diagonal_max = |block: &[f64]| {
+                let mut largest: f64 = 0.0;
+                for i in 0..na {
+                    for j in 0..nb {
+                        let ij = i * nb + j;
+                        largest = largest.max(block[ij * na * nb + ij].abs());
+                    }
+                }
+                largest
+            };
+            for primitive in 0..engine.pairs[index].primitives.len() {
+                let mut single = engine.pairs[index].clone();
+                single.primitives = vec![single.primitives[primitive].clone()];
+                let block = engine.pair_quartet(&single, &single, &mut workspace);
+                engine.pairs[index].primitives[primitive].schwarz = diagonal_max(block).sqrt();
+            }
+            let block = engine.canonical_quartet(index, index, &mut workspace);
+            engine.pairs[index].schwarz = diagonal_max(block).sqrt();
+        }
+        engine
+    }
+
+    /// The canonical shell pairs, indexed by [`pair_index`].
+    pub fn pairs(&self) -> &[ShellPair] {
+        &self.pairs
+    }
+
+    /// Number of shells.
+    pub fn shell_count(&self) -> usize {
+        self.ls.len()
+    }
+
+    /// Number of AOs.
+    pub fn nao(&self) -> usize {
+        self.nao
+    }
+
+    /// First AO of each shell.
+    pub fn offsets(&self) -> &[usize] {
+        &self.offsets
+    }
+
+    /// AOs per shell.
+    pub fn function_counts(&self) -> &[usize] {
+        &self.function_counts
+    }
+
+    /// The AO block of (ab|cd) for two canonical pairs (by [`pair_index`]), row-major
+    /// `[na][nb][nc][nd]` with a >= b, c >= d the pairs' shells. Borrowed from the workspace until
+    /// its next use.
+    pub fn canonical_quartet<'w>(
+        &self,
+        bra: usize,
+        ket: usize,
+        workspace: &'w mut EriWorkspace,
+    ) -> &'w [f64] {
+        self.pair_quartet(&self.pairs[bra], &self.pairs[ket], workspace)
+    }
+
+    /// [`EriEngine::canonical_quartet`] for two shell pairs given by reference.
+    fn pair_quartet<'w>(
+        &self,
+        bra_pair: &ShellPair,
+        ket_pair: &ShellPair,
+        workspace: &'w mut EriWorkspace,
+    ) -> &'w [f64] {
+        let (a, b, c, d) = (bra_pair.a, bra_pair.b, ket_pair.a, ket_pair.b);
+        let (la, lb, lc, ld) = (self.ls[a], self.ls[b], self.ls[c], self.ls[d]);
+        let order = bra_pair.order + ket_pair.order;
+        let dim = order + 1;
+        let herm_bra = &self.hermite[bra_pair.order];
+        let herm_ket = &self.hermite[ket_pair.order];
+        let ncart_bra = cartesian_count(la) * cartesian_count(lb);
+        let ncart_ket = cartesian_count(lc) * cartesian_count(ld);
+        let ws = workspace;
+        // R offsets of the bra Hermite indices, and of the ket pattern's Hermite indices.
+        ws.bra_offsets.clear();
+        ws.bra_offsets
+            .extend(herm_bra.iter().map(|[t, u, v]| (t * dim + u) * dim + v));
+        ws.ket_offsets.clear();
+        ws.ket_offsets.extend(ket_pair.pattern.iter().map(|&h| {
+            let [t, u, v] = herm_ket[h];
+            (t * dim + u) * dim + v
+        }));
+        ws.cart.clear();
+        ws.cart.resize(ncart_bra * ncart_ket, 0.0);
+        ws.w.resize(herm_bra.len() * ncart_ket, 0.0);
+        let two_pi_52 = 2.0 * std::f64::consts::PI.powf(2.5);
+        let ket_rows = &ket_pair.row_starts;
+        for bra_prim in &bra_pair.primitives {
+            let p = bra_prim.exponent;
+            ws.w.fill(0.0);
+            for ket_prim in &ket_pair.primitives {
+                if bra_prim.schwarz * ket_prim.schwarz < PRIMITIVE_THRESHOLD {
+                    continue;
+                }
+                let q = ket_prim.exponent;
+                let alpha = p * q / (p + q);
+                let prefactor = two_pi_52 / (p * q * (p + q).sqrt());
+                let pq = [
+                    bra_prim.center[0] - ket_prim.center[0],
+                    bra_prim.center[1] - ket_prim.center[1],
+                    bra_prim.center[2] - ket_prim.center[2],
+                ];
+                coulomb(order, alpha, pq, &mut ws.r, &mut ws.r_scratch);
+                let r = &ws.r;
+                let ket_values = &ket_prim.signed_values;
+                for (h, bra_offset) in ws.bra_offsets.iter().enumerate() {
+                    let w_row = &mut ws.w[h * ncart_ket..(h + 1) * ncart_ket];
+                    for (c, slot) in w_row.iter_mut().enumerate() {
+                        let range = ket_rows[c]..ket_rows[c + 1];
+                        let mut sum = 0.0;
+                        for (offset, value) in
+                            ws.ket_offsets[range.clone()].iter().zip(&ket_values[range])
+                        {
+                            sum += r[bra_offset + offset] * value;
+                        }
+                        *slot += prefactor * sum;
+                    }
+                }
+            }
+            let bra_rows = &bra_pair.row_starts;
+            for row in 0..ncart_bra {
+                let range = bra_rows[row]..bra_rows[row + 1];
+                let cart_row = &mut ws.cart[row * ncart_ket..(row + 1) * ncart_ket];
+                for (&h, e) in bra_pair.pattern[range.clone()]
+                    .iter()
+                    .zip(&bra_prim.values[range])
+                {
+                    let w_row = &ws.w[h * ncart_ket..(h + 1) * ncart_ket];
+                    for (slot, w) in cart_row.iter_mut().zip(w_row) {
+                        *slot += e * w;
+                    }
+                }
+            }
+        }
+        // Cartesian -> AO, one index at a time; indices with a diagonal transform were
+        // already scaled in the pair tables and stay as they are.
+        let mut dims = [
+            cartesian_count(la),
+            cartesian_count(lb),
+            cartesian_count(lc),
+            cartesian_count(ld),
+        ];
+        let ls = [la, lb, lc, ld];
+        let targets = [
+            self.function_counts[a],
+            self.function_counts[b],
+            self.function_counts[c],
+            self.function_counts[d],
+        ];
+        std::mem::swap(&mut ws.out, &mut ws.cart);
+        for axis in 0..4 {
+            if self.diagonal_scale[ls[axis]].is_some() {
+                continue;
+            }
+            transform_axis(
+                &ws.out,
+                &mut ws.half,
+                dims,
+                axis,
+                &self.transforms[ls[axis]],
+                targets[axis],
+            );
+            dims[axis] = targets[axis];
+            std::mem::swap(&mut ws.out, &mut ws.half);
+        }
+        &ws.out
+    }
+
+    /// The AO block of (ab|cd) for any four shells, row-major `[na][nb][nc][nd]` (a copy,
+    /// permuted from the canonical quartet).
+    pub fn quartet(&self, shells: [usize; 4], workspace: &mut EriWorkspace) -> Vec<f64> {
+        let [a, b, c, d] = shells;
+        let bra = pair_index(a, b);
+        let ket = pair_index(c, d);
+        let swap_bra = a < b;
+        let swap_ket = c < d;
+        let swap_sides = bra < ket;
+        let (first, second) = if swap_sides { (ket, bra) } else { (bra, ket) };
+        let block = self.canonical_quartet(first, second, workspace);
+        let counts = [a, b, c, d].map(|s| self.function_counts[s]);
+        // Canonical block dimensions, in the canonical order of shells.
+        let canonical_shells = {
+            let bra_shells = [self.pairs[first].a, self.pairs[first].b];
+            let ket_shells = [self.pairs[second].a, self.pairs[second].b];
+            [bra_shells[0], bra_shells[1], ket_shells[0], ket_shells[1]]
+        };
+        let dims = canonical_shells.map(|s| self.function_counts[s]);
+        let mut out = vec![0.0; counts.iter().product()];
+        let mut index = 0;
+        for i in 0..counts[0] {
+            for j in 0..counts[1] {
+                for k in 0..counts[2] {
+                    for l in 0..counts[3] {
+                        let (p, q) = if swap_bra { (j, i) } else { (i, j) };
+                        let (r, s) = if swap_ket { (l, k) } else { (k, l) };
+                        let [w, x, y, z] = if swap_sides {
+                            [r, s, p, q]
+                        } else {
+                            [p, q, r, s]
+                        };
+                        out[index] = block[((w * dims[1] + x) * dims[2] + y) * dims[3] + z];
+                        index += 1;
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The full ERI tensor (nao^4, row-major, (ij|kl) at ((i n + j) n + k) n + l), without
+    /// screening. For tests and small systems only: memory grows as nao^4.
+    pub fn full_tensor(&self) -> Vec<f64> {
+        let n = self.nao;
+        let mut out = vec![0.0; n * n * n * n];
+        let mut workspace = EriWorkspace::new();
+        for bra in 0..self.pairs.len() {
+            for ket in 0..=bra {
+                let (a, b) = (self.pairs[bra].a, self.pairs[bra].b);
+                let (c, d) = (self.pairs[ket].a, self.pairs[ket].b);
+                let counts = [
+                    self.function_counts[a],
+                    self.function_counts[b],
+                    self.function_counts[c],
+                    self.function_counts[d],
+                ];
+                let starts = [
+                    self.offsets[a],
+                    self.offsets[b],
+                    self.offsets[c],
+                    self.offsets[d],
+                ];
+                let block = self.canonical_quartet(bra, ket, &mut workspace);
+                let mut index = 0;
+                for i in 0..counts[0] {
+                    for j in 0..counts[1] {
+                        for k in 0..counts[2] {
+                            for l in 0..counts[3] {
+                                let value = block[index];
+                                index += 1;
+                                let (i, j, k, l) =
+                                    (starts[0] + i, starts[1] + j, starts[2] + k, starts[3] + l);
+                                for (p, q, r, s) in [
+                                    (i, j, k, l),
+                                    (j, i, k, l),
+                                    (i, j, l, k),
+                                    (j, i, l, k),
+                                    (k, l, i, j),
+                                    (l, k, i, j),
+                                    (k, l, j, i),
+                                    (l, k, j, i),
+                                ] {
+                                    out[((p * n + q) * n + r) * n + s] = value;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The constant c when `matrix` (ncart x ncart) is c times the identity.
+fn diagonal_scale(matrix: &[f64], ncart: usize) -> Option<f64> {
+    if matrix.len() != ncart * ncart {
+        return None;
+    }
+    let c = matrix[0];
+    for i in 0..ncart {
+        for j in 0..ncart {
+            let expected = if i == j { c } else { 0.0 };
+            if matrix[i * ncart + j] != expected {
+                return None;
+            }
+        }
+    }
+    Some(c)
+}
+
+/// Transforms index `axis` of the row-major 4-index array `input` (dimensions `dims`) with
+/// `matrix` (dims[axis] x `target`, row-major), writing `output`.
+fn transform_axis(
+    input: &[f64],
+    output: &mut Vec<f64>,
+    dims: [usize; 4],
+    axis: usize,
+    matrix: &[f64],
+    target: usize,
+) {
+    let outer: usize = dims[..axis].iter().product();
+    let inner: usize = dims[axis + 1..].iter().product();
+    let n = dims[axis];
+    output.clear();
+    output.resize(outer * target * inner, 0.0);
+    for o in 0..outer {
+        for c in 0..n {
+            let source = &input[(o * n + c) * inner..(o * n + c + 1) * inner];
+            for m in 0..target {
+                let factor = matrix[c * target + m];
+                if factor == 0.0 {
+                    continue;
+                }
+                let destination =
+                    &mut output[(o * target + m) * inner..(o * target + m + 1) * inner];
+                for (out, value) in destination.iter_mut().zip(source) {
+                    *out += factor * value;
+                }
+            }
+        }
+    }
+}

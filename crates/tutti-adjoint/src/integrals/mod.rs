@@ -1,0 +1,11 @@
+//! Integrals over contracted Gaussian shells by the McMurchie–Davidson scheme: Hermite
+//! expansions of Gaussian products ([`hermite`]), one-electron operators
+//! ([`one_electron`]) and electron repulsion over shell quartets ([`eri`]).
+
+pub mod cartesian;
+pub mod eri;
+pub mod hermite;
+pub mod one_electron;
+
+pub use eri::{EriEngine, EriWorkspace};
+pub use one_electron::{kinetic, nuclear_attraction, overlap};
