@@ -1,0 +1,196 @@
+//! One rank's share of an evaluation: upward pass over its own subtrees, the exchange of
+//! multipoles, then the far field (`far.rs`) and the near field (`near.rs`) of its target
+//! leaves.
+//!
+//! Every node's expansion is computed with the same operations in the same order whatever
+//! the number of ranks, so G ranks give the bits of one.
+
+use std::ops::Range;
+
+use rayon::prelude::*;
+use tutti_group::Comm;
+
+use crate::basis::Basis;
+use crate::far::far_field;
+use crate::kernel::Field;
+use crate::near::near_field;
+use crate::operators::{m2m, p2m};
+use crate::options::Precision;
+use crate::partition::{covers, Partition};
+use crate::traversal::InteractionLists;
+use crate::tree::Octree;
+use crate::FmmError;
+
+/// Everything a rank needs, shared read-only by all ranks.
+pub(crate) struct Shared<'a> {
+    pub tree: &'a Octree,
+    pub lists: &'a InteractionLists,
+    pub basis: &'a Basis,
+    pub partition: &'a Partition,
+    pub softening2: f64,
+    pub precision: Precision,
+    /// M2L pair slots per chunk (pairs go in groups of `LANES` per target).
+    pub m2l_chunk: usize,
+    /// P2P source bodies per chunk.
+    pub p2p_chunk: usize,
+}
+
+/// A rank's results: the fields of the sorted bodies `bodies`.
+pub(crate) struct RankOutput {
+    pub bodies: Range<usize>,
+    pub fields: Vec<Field>,
+    pub m2l_chunks: usize,
+    pub p2p_chunks: usize,
+    pub exchanged_multipoles: usize,
+}
+
+/// Runs rank `comm.rank()`'s share: collectives on the rank's thread, computation in the
+/// rank's thread pool.
+pub(crate) fn run_rank(comm: &Comm<'_>, shared: &Shared<'_>) -> Result<RankOutput, FmmError> {
+    let me = comm.rank();
+    let pool = comm.device().thread_pool()?;
+    let mut multipoles = pool.install(|| upward_owned(shared, me));
+    let exchanged = exchange(comm, shared, &mut multipoles)?;
+    let (bodies, fields, m2l_chunks, p2p_chunks) = pool.install(|| {
+        upward_shared(shared, &mut multipoles);
+        let (locals, m2l_chunks) = far_field(shared, me, &multipoles);
+        near_field(shared, me, &locals)
+            .map(|(bodies, fields, p2p_chunks)| (bodies, fields, m2l_chunks, p2p_chunks))
+    })?;
+    Ok(RankOutput {
+        bodies,
+        fields,
+        m2l_chunks,
+        p2p_chunks,
+        exchanged_multipoles: exchanged,
+    })
+}
+
+/// Multipoles of every node whose leaves all belong to `me` (others left zero), deepest
+/// level first.
+fn upward_owned(shared: &Shared<'_>, me: usize) -> Vec<f64> {
+    let (tree, basis, t) = (shared.tree, shared.basis, shared.basis.len());
+    let mut multipoles = vec![0.0; tree.nodes.len() * t];
+    for range in tree.levels.iter().rev() {
+        let (upper, lower) = multipoles.split_at_mut(range.end * t);
+        let level = &mut upper[range.start * t..];
+        level.par_chunks_mut(t).enumerate().for_each_init(
+            || vec![0.0; t],
+            |powers, (offset, out)| {
+                let index = range.start + offset;
+                let node = &tree.nodes[index];
+                if shared.partition.owner(node) != Some(me) {
+                    return;
+                }
+                if node.is_leaf() {
+                    p2m(
+                        basis,
+                        node.center,
+                        &tree.positions[node.begin..node.end],
+                        &tree.masses[node.begin..node.end],
+                        out,
+                    );
+                } else {
+                    for child in node.children() {
+                        let at = (child - range.end) * t;
+                        let c = &tree.nodes[child];
+                        m2m(
+                            basis,
+                            &lower[at..at + t],
+                            c.center,
+                            node.center,
+                            out,
+                            powers,
+                        );
+                    }
+                }
+            },
+        );
+    }
+    multipoles
+}
+
+/// Multipoles of the nodes spanning several ranks, from their children (every rank computes
+/// the same ones the same way).
+fn upward_shared(shared: &Shared<'_>, multipoles: &mut [f64]) {
+    let (tree, basis, t) = (shared.tree, shared.basis, shared.basis.len());
+    let mut powers = vec![0.0; t];
+    let mut sum = vec![0.0; t];
+    for range in tree.levels.iter().rev() {
+        for index in range.clone() {
+            let node = &tree.nodes[index];
+            if shared.partition.owner(node).is_some() {
+                continue;
+            }
+            sum.fill(0.0);
+            for child in node.children() {
+                let c = &tree.nodes[child];
+                let from = &multipoles[child * t..(child + 1) * t];
+                m2m(basis, from, c.center, node.center, &mut sum, &mut powers);
+            }
+            multipoles[index * t..(index + 1) * t].copy_from_slice(&sum);
+        }
+    }
+}
+
+/// Receives from their owners the multipoles this rank needs and does not own: the M2L
+/// sources of its target nodes and the children of shared nodes (request, then reply).
+/// Returns how many multipoles arrived.
+fn exchange(
+    comm: &Comm<'_>,
+    shared: &Shared<'_>,
+    multipoles: &mut [f64],
+) -> Result<usize, FmmError> {
+    let ranks = comm.size();
+    if ranks == 1 {
+        return Ok(0);
+    }
+    let (tree, partition, t) = (shared.tree, shared.partition, shared.basis.len());
+    let me = comm.rank();
+    let mine = &partition.leaf_ranges[me];
+    let mut needed = Vec::new();
+    for (index, node) in tree.nodes.iter().enumerate() {
+        if covers(node, mine) {
+            needed.extend_from_slice(shared.lists.m2l_of(index));
+        }
+        if partition.owner(node).is_none() {
+            needed.extend(node.children().map(|c| c as u32));
+        }
+    }
+    needed.sort_unstable();
+    needed.dedup();
+    let mut requests = vec![Vec::new(); ranks];
+    for &source in &needed {
+        if let Some(owner) = partition.owner(&tree.nodes[source as usize]) {
+            if owner != me {
+                requests[owner].push(source);
+            }
+        }
+    }
+    let asked = comm.all_to_all(&requests)?;
+    let replies: Vec<Vec<f64>> = asked
+        .iter()
+        .map(|ids| {
+            ids.iter()
+                .flat_map(|&b| &multipoles[b as usize * t..(b as usize + 1) * t])
+                .copied()
+                .collect()
+        })
+        .collect();
+    let received = comm.all_to_all(&replies)?;
+    let mut count = 0;
+    for (ids, values) in requests.iter().zip(&received) {
+        if values.len() != ids.len() * t {
+            return Err(FmmError::Comm(tutti_group::CommError::Mismatch(format!(
+                "expected {} multipole values, received {}",
+                ids.len() * t,
+                values.len()
+            ))));
+        }
+        for (&b, value) in ids.iter().zip(values.chunks_exact(t)) {
+            multipoles[b as usize * t..(b as usize + 1) * t].copy_from_slice(value);
+        }
+        count += ids.len();
+    }
+    Ok(count)
+}

@@ -1,0 +1,203 @@
+//! The entry points: build the tree and the interaction lists once, split the target leaves
+//! among the ranks, run every rank, and gather the results in input order.
+
+use std::time::Instant;
+
+use tutti_backend::Resources;
+use tutti_group::Group;
+use tutti_plan::{largest_chunk, Budget};
+
+use crate::basis::Basis;
+use crate::evaluate::{run_rank, RankOutput, Shared};
+use crate::operators::LANES;
+use crate::options::{validate_bodies, FmmOptions, Precision};
+use crate::partition::Partition;
+use crate::traversal::InteractionLists;
+use crate::tree::Octree;
+use crate::FmmError;
+
+/// Default working memory per rank when the options leave it to the planner.
+const DEFAULT_WORKING_MEMORY: u64 = 256 << 20;
+
+/// Bytes staged per P2P source body: x, y, z and the strength in f64.
+const P2P_BYTES_PER_SOURCE: u64 = 32;
+
+/// Potentials and accelerations of every body, in input order, and how they were computed.
+#[derive(Clone, Debug)]
+pub struct FmmOutput {
+    /// `potential[i] = -sum_{j != i} m_j / sqrt(r_ij^2 + eps^2)` (N).
+    pub potential: Vec<f64>,
+    /// `accel[i] = -sum_{j != i} m_j (x_i - x_j) / (r_ij^2 + eps^2)^(3/2)` (N, 3).
+    pub accel: Vec<[f64; 3]>,
+    /// Diagnostics.
+    pub info: FmmInfo,
+}
+
+/// What an evaluation did: tree shape, interaction counts, the split among ranks, chunks
+/// and timings (seconds of wall time).
+#[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub struct FmmInfo {
+    /// Bodies.
+    pub bodies: usize,
+    /// Tree nodes.
+    pub nodes: usize,
+    /// Leaves.
+    pub leaves: usize,
+    /// Depth of the deepest leaf (root = 0).
+    pub depth: usize,
+    /// Expansion order used.
+    pub order: usize,
+    /// Multipole-to-local (cell-cell) interactions.
+    pub m2l_pairs: usize,
+    /// Leaf-leaf direct interactions.
+    pub p2p_pairs: usize,
+    /// Ranks (devices).
+    pub ranks: usize,
+    /// Leaves evaluated by each rank.
+    pub leaves_per_rank: Vec<usize>,
+    /// Multipoles each rank received from the others.
+    pub exchanged_per_rank: Vec<usize>,
+    /// M2L pair slots per chunk (pairs go in groups of four per target).
+    pub m2l_chunk: usize,
+    /// P2P source bodies staged per chunk.
+    pub p2p_chunk: usize,
+    /// Most M2L chunks on any rank.
+    pub m2l_chunks: usize,
+    /// Most P2P chunks on any rank.
+    pub p2p_chunks: usize,
+    /// Building the tree and the interaction lists.
+    pub setup_seconds: f64,
+    /// The ranks' work, from start to the last rank's end.
+    pub evaluate_seconds: f64,
+}
+
+/// Evaluates the potential and acceleration of every body on one simulated device using all
+/// cores: [`evaluate`] with `Resources::cpu(1)`.
+///
+/// `positions` (N, 3) and `masses` (N,) in any consistent units, G = 1; strengths may be
+/// negative (electrostatics).
+pub fn fmm(
+    positions: &[[f64; 3]],
+    masses: &[f64],
+    options: &FmmOptions,
+) -> Result<FmmOutput, FmmError> {
+    evaluate(&Resources::cpu(1), positions, masses, options)
+}
+
+/// Evaluates the potential and acceleration of every body, split among the devices of
+/// `resources` (one rank each).
+///
+/// One tree and one set of interaction lists serve every rank; the target leaves are split
+/// along the Morton curve by estimated cost, each rank computes the multipoles of its own
+/// subtrees, receives those it needs from their owners, and evaluates its bodies. The result
+/// does not depend on the number of devices (the same operations in the same order).
+///
+/// Errors: every bad option or input before any work ([`FmmError::InvalidArgument`],
+/// [`FmmError::LengthMismatch`], [`FmmError::NonFinite`]); device selection errors;
+/// [`FmmError::CoincidentBodies`] when two distinct bodies share a position and the softening
+/// is 0; and the first error of any rank.
+pub fn evaluate(
+    resources: &Resources,
+    positions: &[[f64; 3]],
+    masses: &[f64],
+    options: &FmmOptions,
+) -> Result<FmmOutput, FmmError> {
+    options.validate()?;
+    validate_bodies(positions, masses)?;
+    let group = Group::from_resources(resources)?;
+    let ranks = group.size();
+    let n = positions.len();
+    if n == 0 {
+        return Ok(FmmOutput {
+            potential: Vec::new(),
+            accel: Vec::new(),
+            info: FmmInfo {
+                order: options.order,
+                ranks,
+                leaves_per_rank: vec![0; ranks],
+                exchanged_per_rank: vec![0; ranks],
+                ..FmmInfo::default()
+            },
+        });
+    }
+
+    let setup = Instant::now();
+    let tree = Octree::build(positions, masses, options.leaf_size, options.max_depth);
+    let basis = Basis::new(options.order);
+    // An M2L costs about as much as this many direct body pairs.
+    let direct_limit = basis.m2l.len() / 8;
+    let lists = InteractionLists::build(&tree, options.theta, direct_limit);
+    let partition = Partition::new(&tree, &lists, &basis, ranks);
+    let setup_seconds = setup.elapsed().as_secs_f64();
+
+    let working_memory = match options.working_memory {
+        Some(bytes) => bytes,
+        None => {
+            let budget = Budget::from_devices(group.devices(), resources)?;
+            (budget.device_bytes() / 4).min(DEFAULT_WORKING_MEMORY)
+        }
+    };
+    let derivative_bytes = match options.far_field {
+        Precision::F32 => 4,
+        _ => 8,
+    } * basis.len() as u64;
+    // M2L pairs go in groups of LANES per target; a chunk counts the groups' lanes.
+    let m2l_slots: usize = (0..tree.nodes.len())
+        .map(|a| lists.m2l_of(a).len().div_ceil(LANES) * LANES)
+        .sum();
+    let (m2l_chunk, p2p_chunk) = match options.chunk_items {
+        Some(items) => (items, items),
+        None => (
+            largest_chunk(m2l_slots.max(1), derivative_bytes, 0, working_memory)?.size,
+            largest_chunk(usize::MAX, P2P_BYTES_PER_SOURCE, 0, working_memory)?.size,
+        ),
+    };
+
+    let shared = Shared {
+        tree: &tree,
+        lists: &lists,
+        basis: &basis,
+        partition: &partition,
+        softening2: options.softening * options.softening,
+        precision: options.far_field,
+        m2l_chunk,
+        p2p_chunk,
+    };
+    let start = Instant::now();
+    let outputs: Vec<RankOutput> = group.run(|comm| run_rank(comm, &shared))?;
+    let evaluate_seconds = start.elapsed().as_secs_f64();
+
+    let mut potential = vec![0.0; n];
+    let mut accel = vec![[0.0; 3]; n];
+    for output in &outputs {
+        for (sorted, field) in output.bodies.clone().zip(&output.fields) {
+            let input = tree.input_index[sorted];
+            potential[input] = -field.psi;
+            accel[input] = field.grad;
+        }
+    }
+    let info = FmmInfo {
+        bodies: n,
+        nodes: tree.nodes.len(),
+        leaves: tree.leaves.len(),
+        depth: tree.depth(),
+        order: options.order,
+        m2l_pairs: lists.m2l.len(),
+        p2p_pairs: lists.p2p.len(),
+        ranks,
+        leaves_per_rank: partition.leaf_ranges.iter().map(|r| r.len()).collect(),
+        exchanged_per_rank: outputs.iter().map(|o| o.exchanged_multipoles).collect(),
+        m2l_chunk,
+        p2p_chunk,
+        m2l_chunks: outputs.iter().map(|o| o.m2l_chunks).max().unwrap_or(0),
+        p2p_chunks: outputs.iter().map(|o| o.p2p_chunks).max().unwrap_or(0),
+        setup_seconds,
+        evaluate_seconds,
+    };
+    Ok(FmmOutput {
+        potential,
+        accel,
+        info,
+    })
+}
