@@ -1,8 +1,12 @@
 //! `tutti`: list devices, run the demo, and run each workload from the command line.
 
+mod adjoint;
 mod demo;
 mod devices;
+mod fit;
+mod fmm;
 mod resources;
+mod sweep;
 
 use std::process::ExitCode;
 
@@ -22,6 +26,16 @@ enum Command {
     Devices(devices::DevicesArgs),
     /// Run a short demonstration on simulated devices and check its results.
     Demo(demo::DemoArgs),
+    /// Potentials and accelerations of N bodies by the fast multipole method.
+    Fmm(fmm::FmmArgs),
+    /// Compress the product of a stack of tensor trains by successive randomized compression.
+    Sweep(sweep::SweepArgs),
+    /// Gaussian-basis RHF energies (adjoint workload).
+    Adjoint(adjoint::AdjointArgs),
+    /// Least-squares fits over experiments split among devices.
+    Fit(fit::FitArgs),
+    /// Checkpointed campaigns: inspect a ledger.
+    Campaign(fit::CampaignArgs),
 }
 
 fn main() -> ExitCode {
@@ -29,6 +43,11 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Devices(args) => devices::run(&args),
         Command::Demo(args) => demo::run(&args),
+        Command::Fmm(args) => fmm::run(&args),
+        Command::Sweep(args) => sweep::run(&args),
+        Command::Adjoint(args) => adjoint::run(&args),
+        Command::Fit(args) => fit::run(&args),
+        Command::Campaign(args) => fit::run_campaign(&args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,277 @@
+//! `tutti fit` and `tutti campaign`: the example fit, bootstrap campaigns, ledger status.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use clap::{Args, Subcommand};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use tutti_backend::Resources;
+use tutti_fit::example::{
+    bootstrap_replicate, quantile, synthetic_experiments, START_RATES, TRUE_RATES,
+};
+use tutti_fit::{
+    checkpointed_map, fit, mesh_groups, summarize_ledger, CampaignItem, CampaignOptions, Execution,
+    FitOptions, FitReport, Mesh, TaskStatus,
+};
+
+/// Options of `tutti fit`.
+#[derive(Args)]
+pub struct FitArgs {
+    #[command(subcommand)]
+    command: FitCommand,
+}
+
+#[derive(Subcommand)]
+enum FitCommand {
+    /// Fit the example reaction network (six experiments, three rate constants) and print
+    /// the recovered and true rates.
+    Demo {
+        /// Simulated devices the experiments are split over.
+        #[arg(long, short = 'd', default_value_t = 1)]
+        devices: usize,
+        /// Seed of the synthetic noise.
+        #[arg(long, default_value_t = 2026)]
+        seed: u64,
+        /// Print one JSON object instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Refit R residual-bootstrap replicates of the example as a checkpointed campaign
+    /// (kill it and rerun the same command to finish), then print confidence intervals.
+    Bootstrap {
+        /// Number of replicates.
+        #[arg(long, default_value_t = 50)]
+        replicates: usize,
+        /// The campaign's ledger (JSON); rerunning with it resumes.
+        #[arg(long)]
+        ledger: PathBuf,
+        /// Simulated devices; one replicate runs on each at a time.
+        #[arg(long, short = 'd', default_value_t = 1)]
+        devices: usize,
+        /// Seed of the synthetic noise and of the replicates.
+        #[arg(long, default_value_t = 2026)]
+        seed: u64,
+    },
+}
+
+/// Options of `tutti campaign`.
+#[derive(Args)]
+pub struct CampaignArgs {
+    #[command(subcommand)]
+    command: CampaignCommand,
+}
+
+#[derive(Subcommand)]
+enum CampaignCommand {
+    /// Summarize a campaign ledger: tasks accepted, failed, attempts.
+    Status {
+        /// The ledger file.
+        ledger: PathBuf,
+    },
+}
+
+pub fn run(args: &FitArgs) -> Result<(), String> {
+    match &args.command {
+        FitCommand::Demo {
+            devices,
+            seed,
+            json,
+        } => demo(*devices, *seed, *json),
+        FitCommand::Bootstrap {
+            replicates,
+            ledger,
+            devices,
+            seed,
+        } => bootstrap(*replicates, ledger, *devices, *seed),
+    }
+}
+
+pub fn run_campaign(args: &CampaignArgs) -> Result<(), String> {
+    match &args.command {
+        CampaignCommand::Status { ledger } => status(ledger),
+    }
+}
+
+fn mesh(devices: usize) -> Result<Mesh, String> {
+    let devices = Resources::cpu(devices)
+        .select()
+        .map_err(|e| e.to_string())?;
+    Mesh::data(devices).map_err(|e| e.to_string())
+}
+
+/// The example fit on `devices` simulated devices.
+pub fn example_fit(devices: usize, seed: u64) -> Result<FitReport, String> {
+    let experiments = synthetic_experiments(seed)?;
+    fit(
+        &experiments,
+        &START_RATES,
+        &mesh(devices)?,
+        &FitOptions::default(),
+    )
+    .map_err(|e| e.to_string())
+}
+
+fn demo(devices: usize, seed: u64, as_json: bool) -> Result<(), String> {
+    let started = Instant::now();
+    let report = example_fit(devices, seed)?;
+    let seconds = started.elapsed().as_secs_f64();
+    let errors = report.standard_errors().unwrap_or_default();
+    if as_json {
+        let value = json!({
+            "parameters": report.parameters,
+            "true_parameters": TRUE_RATES,
+            "standard_errors": errors,
+            "cost": report.cost,
+            "iterations": report.iterations,
+            "evaluations": report.evaluations,
+            "converged": report.converged(),
+            "devices": devices,
+            "seconds": seconds,
+        });
+        println!("{value}");
+        return Ok(());
+    }
+    print_fit(&report, devices, seconds);
+    Ok(())
+}
+
+/// Prints the recovered and true rates with standard errors.
+pub fn print_fit(report: &FitReport, devices: usize, seconds: f64) {
+    let errors = report.standard_errors().unwrap_or_default();
+    println!(
+        "fit: reaction network A+B<->C->D, 6 experiments, {} residuals, {devices} device(s)",
+        report.residual_count
+    );
+    println!(
+        "  {:<4} {:>12} {:>12} {:>10} {:>8}",
+        "rate", "fitted", "true", "std err", "|z|"
+    );
+    for (k, (fitted, truth)) in report.parameters.iter().zip(TRUE_RATES).enumerate() {
+        let se = errors.get(k).copied().unwrap_or(f64::NAN);
+        println!(
+            "  k{:<3} {fitted:>12.6} {truth:>12.6} {se:>10.2e} {:>8.2}",
+            k + 1,
+            (fitted - truth).abs() / se
+        );
+    }
+    let dof = report
+        .residual_count
+        .saturating_sub(report.parameters.len())
+        .max(1);
+    println!(
+        "  cost {:.4e}  chi2/dof {:.3}  iterations {}  evaluations {}  {:?}  {:.3} s",
+        report.cost,
+        2.0 * report.cost / dof as f64,
+        report.iterations,
+        report.evaluations,
+        report.termination,
+        seconds
+    );
+}
+
+/// The input of one bootstrap replicate: what the ledger's hash covers.
+#[derive(Serialize)]
+struct ReplicateInput {
+    seed: u64,
+    replicate: usize,
+}
+
+#[derive(Serialize, Deserialize)]
+struct ReplicateResult {
+    parameters: Vec<f64>,
+    cost: f64,
+    iterations: usize,
+}
+
+fn bootstrap(replicates: usize, ledger: &Path, devices: usize, seed: u64) -> Result<(), String> {
+    if replicates == 0 {
+        return Err("--replicates must be at least 1".into());
+    }
+    let experiments = synthetic_experiments(seed)?;
+    let base = fit(
+        &experiments,
+        &START_RATES,
+        &mesh(1)?,
+        &FitOptions::default(),
+    )
+    .map_err(|e| e.to_string())?;
+    let items: Vec<CampaignItem<ReplicateInput>> = (0..replicates)
+        .map(|replicate| {
+            CampaignItem::new(
+                format!("replicate-{replicate:05}"),
+                ReplicateInput { seed, replicate },
+            )
+        })
+        .collect();
+    let all = mesh(devices)?;
+    let groups = mesh_groups(&all, &vec![1; devices]).map_err(|e| e.to_string())?;
+    let options = CampaignOptions::default()
+        .with_execution(Execution::DeviceGroups(groups))
+        .with_progress(true);
+    let started = Instant::now();
+    let task = |input: &ReplicateInput, context: &tutti_fit::TaskContext<'_>| {
+        // Replicate r draws from its own stream of the seed: independent of devices and order.
+        let replicate_seed =
+            input.seed ^ (input.replicate as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let data = bootstrap_replicate(&experiments, &base.parameters, replicate_seed)?;
+        let mesh = Mesh::data(context.devices.to_vec()).map_err(|e| e.to_string())?;
+        let report = fit(&data, &base.parameters, &mesh, &FitOptions::default())
+            .map_err(|e| e.to_string())?;
+        if !report.converged() {
+            return Err(format!(
+                "did not converge in {} iterations",
+                report.iterations
+            ));
+        }
+        Ok(ReplicateResult {
+            parameters: report.parameters,
+            cost: report.cost,
+            iterations: report.iterations,
+        })
+    };
+    let outcome = checkpointed_map(task, &items, ledger, &options).map_err(|e| e.to_string())?;
+    println!(
+        "bootstrap: {replicates} replicates ({} taken from the ledger, {} run) in {:.2} s on {devices} device(s); {} failed",
+        outcome.reused,
+        outcome.ran,
+        started.elapsed().as_secs_f64(),
+        outcome.failures.len()
+    );
+    let accepted: Vec<&ReplicateResult> = outcome.results.iter().flatten().collect();
+    println!(
+        "  {:<4} {:>12} {:>12} {:>12} {:>12}",
+        "rate", "fitted", "2.5%", "97.5%", "true"
+    );
+    for (k, (fitted, truth)) in base.parameters.iter().zip(TRUE_RATES).enumerate() {
+        let values: Vec<f64> = accepted.iter().map(|r| r.parameters[k]).collect();
+        let low = quantile(&values, 0.025).unwrap_or(f64::NAN);
+        let high = quantile(&values, 0.975).unwrap_or(f64::NAN);
+        println!(
+            "  k{:<3} {fitted:>12.6} {low:>12.6} {high:>12.6} {truth:>12.6}",
+            k + 1
+        );
+    }
+    Ok(())
+}
+
+fn status(ledger: &Path) -> Result<(), String> {
+    let (summary, records) = summarize_ledger(ledger).map_err(|e| e.to_string())?;
+    println!(
+        "{}: {} task(s): {} accepted, {} failed, {} run(s) in all",
+        ledger.display(),
+        summary.tasks,
+        summary.accepted,
+        summary.failed,
+        summary.attempts
+    );
+    for record in records.iter().filter(|r| r.status == TaskStatus::Failed) {
+        println!(
+            "  failed: {} (attempt {}): {}",
+            record.task_id,
+            record.attempts,
+            record.error.as_deref().unwrap_or("")
+        );
+    }
+    Ok(())
+}
