@@ -80,6 +80,11 @@ enum TuttiStatus
      * where the computation could not go around them (e.g. at a fit's starting point).
      */
     TUTTI_ERROR_CALLBACK = -8,
+    /**
+     * An iterative computation did not reach its tolerance within its iteration limit
+     * (e.g. an SCF); the message gives the last changes and the targets.
+     */
+    TUTTI_ERROR_NOT_CONVERGED = -9,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -117,6 +122,146 @@ typedef enum TuttiKind TuttiKind;
 typedef int32_t TuttiKind;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
+
+/**
+ * Whether a train is a state or an operator; passed as an `int`.
+ */
+enum TuttiTrainKind
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : int32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+    /**
+     * A matrix product state: cores (Dl, d, Dr), 3 shape entries per site.
+     */
+    TUTTI_TRAIN_MPS = 0,
+    /**
+     * A matrix product operator: cores (Dl, d_out, d_in, Dr), 4 shape entries per site.
+     */
+    TUTTI_TRAIN_MPO = 1,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum TuttiTrainKind TuttiTrainKind;
+#else
+typedef int32_t TuttiTrainKind;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * The element type of a train; passed as an `int`.
+ */
+enum TuttiDtype
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : int32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+    /**
+     * Real doubles: one `double` per entry.
+     */
+    TUTTI_DTYPE_FLOAT64 = 0,
+    /**
+     * Complex doubles: two `double`s per entry, real part first (C99 `double complex`).
+     */
+    TUTTI_DTYPE_COMPLEX128 = 1,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum TuttiDtype TuttiDtype;
+#else
+typedef int32_t TuttiDtype;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * A tensor train (MPS or MPO, float64 or complex128), opaque to C.
+ *
+ * Made by `tutti_train_from_arrays`, `tutti_train_from_dir` or `tutti_src`; the caller owns
+ * it and releases it exactly once with `tutti_train_free`. A train never changes after it is
+ * made, so one handle may be read by several threads at once.
+ */
+typedef struct TuttiTrain TuttiTrain;
+
+/**
+ * Options of `tutti_rhf_energy` and `tutti_rhf_energy_bohr`. Start from
+ * `tutti_rhf_options_default`.
+ */
+typedef struct TuttiRhfOptions {
+    /**
+     * Threads of the Fock (J/K) build: 0 (default) = all cores (the global pool, which
+     * `RAYON_NUM_THREADS` sizes), n >= 1 = a dedicated pool of n threads.
+     */
+    int threads;
+    /**
+     * Total charge of the molecule (default 0); the electron count must come out even.
+     */
+    int charge;
+    /**
+     * 1 for Cartesian functions, 0 (default) for spherical ones (PySCF's `cart=True`).
+     */
+    int cartesian;
+    /**
+     * Most SCF iterations (default 128); beyond it the call fails with
+     * `TUTTI_ERROR_NOT_CONVERGED`.
+     */
+    int max_iterations;
+    /**
+     * Converged when the energy changes by less than this between two iterations, hartree
+     * (default 1e-10) ...
+     */
+    double energy_tolerance;
+    /**
+     * ... and no density-matrix element by more than this (default 1e-8).
+     */
+    double density_tolerance;
+} TuttiRhfOptions;
+
+/**
+ * What `tutti_rhf_energy` computed.
+ */
+typedef struct TuttiRhfResult {
+    /**
+     * Total RHF energy (electronic + nuclear repulsion), hartree.
+     */
+    double energy;
+    /**
+     * Electronic energy, hartree.
+     */
+    double electronic_energy;
+    /**
+     * Nuclear repulsion, hartree.
+     */
+    double nuclear_repulsion;
+    /**
+     * Energy change of the last iteration, hartree.
+     */
+    double delta_energy;
+    /**
+     * Largest density-matrix change of the last iteration.
+     */
+    double delta_density;
+    /**
+     * Wall-clock time of the whole SCF, seconds.
+     */
+    double scf_seconds;
+    /**
+     * Number of atomic orbitals (basis functions).
+     */
+    int nao;
+    /**
+     * Electrons.
+     */
+    int electrons;
+    /**
+     * SCF iterations (Fock builds).
+     */
+    int iterations;
+    /**
+     * 1: the SCF met both tolerances (a run that does not fails with
+     * `TUTTI_ERROR_NOT_CONVERGED` instead of returning a result).
+     */
+    int converged;
+} TuttiRhfResult;
 
 /**
  * One device of a selection, as `tutti_device_info` reports it.
@@ -224,9 +369,133 @@ typedef struct TuttiFitResult {
     int converged;
 } TuttiFitResult;
 
+/**
+ * Options of `tutti_fmm`. Start from `tutti_fmm_options_default`; see `docs/fmm.md`.
+ */
+typedef struct TuttiFmmOptions {
+    /**
+     * Expansion order p, 1 to 12 (default 7). The error falls roughly like theta^p.
+     */
+    int order;
+    /**
+     * Opening angle theta in (0, 1) (default 0.5): larger is faster and less accurate.
+     */
+    double theta;
+    /**
+     * Most bodies in a leaf of the octree, at least 1 (default 64).
+     */
+    int leaf_size;
+    /**
+     * Plummer softening length, finite and >= 0, in the units of the positions (default 0:
+     * exact Newtonian; two distinct bodies at one position are then an error).
+     */
+    double softening;
+    /**
+     * Simulated (CPU) devices the evaluation is split among, 1 to
+     * `TUTTI_MAX_SIMULATED_DEVICES` (default 1). The result is bit-identical for any count.
+     */
+    int devices;
+    /**
+     * Non-zero: the far field (M2L) in f32 with f64 accumulation, accuracy-neutral at
+     * moderate order (default 0: everything in f64).
+     */
+    int f32_far_field;
+} TuttiFmmOptions;
+
+/**
+ * Options of `tutti_src`. Start from `tutti_src_options_default` and set `chi_out`.
+ */
+typedef struct TuttiSrcOptions {
+    /**
+     * The largest bond of the result (at least 1; the default, 0, must be replaced).
+     */
+    int chi_out;
+    /**
+     * Extra sketch columns k: the sweep keeps bonds up to `chi_out + k`, then one SVD sweep
+     * truncates to `chi_out` (default 0: plain SRC).
+     */
+    int oversample;
+    /**
+     * Relative singular-value cutoff in [0, 1): the final SVD sweep (run when `oversample`
+     * or `cutoff` is positive) keeps at each bond only `sigma_i > cutoff * sigma_0`
+     * (default 0).
+     */
+    double cutoff;
+    /**
+     * The sketch's seed: the draws for sketch column j at site k depend only on
+     * (seed, k, j), so the result does not depend on `devices` beyond rounding (default 0).
+     */
+    uint64_t seed;
+    /**
+     * Simulated (CPU) devices the sweep is split among, 1 to
+     * `TUTTI_MAX_SIMULATED_DEVICES` (default 1).
+     */
+    int devices;
+} TuttiSrcOptions;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+/**
+ * Writes the default RHF options to `*options`: all cores, neutral, spherical, 128
+ * iterations, tolerances 1e-10 Eh and 1e-8.
+ *
+ * # Safety
+ * `options` is NULL or valid for writing a `TuttiRhfOptions`.
+ */
+int tutti_rhf_options_default(struct TuttiRhfOptions *options);
+
+/**
+ * The closed-shell RHF energy of a molecule given as XYZ text (Angstrom), in the basis set
+ * `basis`: a shipped name (sto-3g, 6-31g, 6-31g*, cc-pvdz, def2-svp, def2-tzvp; elements
+ * H–Ar; case and `-`/`_` ignored) or a path to an NWChem-format file.
+ *
+ * `xyz_text` is the text of an XYZ file: a count line, a comment line, then `symbol x y z`
+ * per atom, in Angstrom (1 bohr = 0.52917721092 Angstrom, PySCF's value). `options` may be
+ * NULL for the defaults (`tutti_rhf_options_default`).
+ *
+ * Outputs, written only on success: `*result_out` (caller-owned); and, when `json_out` is
+ * not NULL, `*json_out`, a NUL-terminated JSON object (`energy`, `electronic_energy`,
+ * `nuclear_repulsion`, `nao`, `shells`, `atoms`, `electrons`, `basis`, `angular`, `threads`,
+ * `iterations`, `delta_energy`, `delta_density`, `homo`, `lumo`, `timings`) that the caller
+ * owns and releases with `tutti_free_c`.
+ *
+ * Errors: NULL `xyz_text`, `basis` or `result_out` (`TUTTI_ERROR_NULL_POINTER`); malformed
+ * XYZ text, an unknown element, an unknown basis set or one without functions for an element,
+ * a malformed basis file, an odd electron count, bad options
+ * (`TUTTI_ERROR_INVALID_ARGUMENT`); a basis path that cannot be read (`TUTTI_ERROR_IO`); an
+ * SCF that misses its tolerances within `max_iterations` (`TUTTI_ERROR_NOT_CONVERGED`).
+ *
+ * # Safety
+ * `xyz_text` and `basis` are NULL or NUL-terminated strings; `options` is NULL or valid for
+ * reading a `TuttiRhfOptions`; `result_out` is NULL or valid for writing a
+ * `TuttiRhfResult`; `json_out` is NULL or valid for writing a `char *`.
+ */
+int tutti_rhf_energy(const char *xyz_text,
+                     const char *basis,
+                     const struct TuttiRhfOptions *options,
+                     struct TuttiRhfResult *result_out,
+                     char **json_out);
+
+/**
+ * `tutti_rhf_energy` for a molecule given as `n_atoms` atomic numbers
+ * (`atomic_numbers[i]`, 1 = H) and coordinates in bohr (`coordinates_bohr[3 * i + k]`, k =
+ * x, y, z). Everything else (basis, options, outputs, errors) is as for `tutti_rhf_energy`;
+ * an atomic number outside 1..=36 or a non-finite coordinate is
+ * `TUTTI_ERROR_INVALID_ARGUMENT`.
+ *
+ * # Safety
+ * `atomic_numbers` is NULL or holds `n_atoms` ints, `coordinates_bohr` NULL or
+ * `3 * n_atoms` doubles; the other pointers as for `tutti_rhf_energy`.
+ */
+int tutti_rhf_energy_bohr(int n_atoms,
+                          const int *atomic_numbers,
+                          const double *coordinates_bohr,
+                          const char *basis,
+                          const struct TuttiRhfOptions *options,
+                          struct TuttiRhfResult *result_out,
+                          char **json_out);
 
 /**
  * The message of the last tutti call on the calling thread: empty when that call succeeded,
@@ -320,6 +589,61 @@ int tutti_fit(TuttiResidualFn residual_fn,
               struct TuttiFitResult *result_out);
 
 /**
+ * Writes the default FMM options to `*options`: order 7, theta 0.5, leaf size 64, no
+ * softening, 1 device, f64 far field. They reach a relative L2 error below 1e-4 on
+ * accelerations for uniform, Plummer and thin-disk bodies.
+ *
+ * # Safety
+ * `options` is NULL or valid for writing a `TuttiFmmOptions`.
+ */
+int tutti_fmm_options_default(struct TuttiFmmOptions *options);
+
+/**
+ * Computes the potential and acceleration of each of `n` bodies by the fast multipole
+ * method, split among `options->devices` simulated devices (the result is bit-identical
+ * for any device count).
+ *
+ * Inputs: `positions` (`n * 3` doubles, row-major: body i at `positions[3 i .. 3 i + 3]`),
+ * `masses` (`n` strengths, any sign), `options` (NULL for the defaults). Outputs
+ * (caller-owned, written only on success, each may be NULL): `potential_out` (`n` doubles),
+ * `accel_out` (`n * 3` doubles, row-major). `n == 0` is allowed: nothing is read or written
+ * and every pointer may be NULL.
+ *
+ * Errors (`TUTTI_ERROR_INVALID_ARGUMENT` unless said; the message names the argument):
+ * `n < 0`; NULL `positions` or `masses` with `n > 0` (`TUTTI_ERROR_NULL_POINTER`); NaN or
+ * infinite positions or strengths; options out of range; two distinct bodies at the same
+ * position without softening (the message names both and suggests a softening length).
+ *
+ * # Safety
+ * For `n > 0`: `positions` holds `n * 3` doubles and `masses` `n` doubles, readable for the
+ * call; `potential_out` and `accel_out` are NULL or writable for `n` and `n * 3` doubles and
+ * do not overlap the inputs; `options` is NULL or points to a `TuttiFmmOptions`.
+ */
+int tutti_fmm(int64_t n,
+              const double *positions,
+              const double *masses,
+              const struct TuttiFmmOptions *options,
+              double *potential_out,
+              double *accel_out);
+
+/**
+ * Computes the potential and acceleration of each of `n` bodies by the direct O(n^2) sum
+ * (the reference `tutti_fmm` is checked against; threaded over the host's cores), with
+ * Plummer softening `softening` (>= 0).
+ *
+ * Arguments, outputs and errors as for `tutti_fmm`; `softening` replaces the options.
+ *
+ * # Safety
+ * As for `tutti_fmm`.
+ */
+int tutti_direct_sum(int64_t n,
+                     const double *positions,
+                     const double *masses,
+                     double softening,
+                     double *potential_out,
+                     double *accel_out);
+
+/**
  * Releases a buffer or string returned by tutti. Freeing NULL is a no-op returning
  * `TUTTI_OK`.
  *
@@ -342,6 +666,168 @@ int tutti_free_c(void *ptr);
  * Never NULL. The string is static: the caller must not free it.
  */
 const char *tutti_status_name(int status);
+
+/**
+ * Makes a train from one array per site, copying the data.
+ *
+ * - `kind`: `TUTTI_TRAIN_MPS` or `TUTTI_TRAIN_MPO`; `dtype`: `TUTTI_DTYPE_FLOAT64` or
+ *   `TUTTI_DTYPE_COMPLEX128`; `n_sites` at least 1.
+ * - `shapes`: `3 * n_sites` ints for an MPS, site `k`'s core (Dl, d, Dr) at `shapes[3k..3k+3]`;
+ *   `4 * n_sites` for an MPO, (Dl, d_out, d_in, Dr) at `shapes[4k..4k+4]`. The first Dl and
+ *   the last Dr are 1, and each Dr equals the next site's Dl.
+ * - `cores`: `n_sites` pointers; `cores[k]` holds the product of site `k`'s dims entries in
+ *   C order (last index fastest), one double each for float64, two (re, im) for complex128.
+ * - `out`: receives the new handle, which the caller releases with `tutti_train_free`.
+ *
+ * Errors: NULL pointers (`TUTTI_ERROR_NULL_POINTER`); an unknown kind or dtype, a dimension
+ * below 1, outer bonds other than 1, neighbouring bonds that differ (the message names the
+ * site and both dims), NaN or infinite entries (`TUTTI_ERROR_INVALID_ARGUMENT`).
+ *
+ * # Safety
+ * `shapes` holds `axes * n_sites` ints; `cores` holds `n_sites` pointers, each valid for
+ * reading its core; `out` is NULL or valid for writing a pointer.
+ */
+int tutti_train_from_arrays(int kind,
+                            int dtype,
+                            int n_sites,
+                            const int *shapes,
+                            const double *const *cores,
+                            struct TuttiTrain **out);
+
+/**
+ * Opens the train in the directory `path` (`000.npy`, `001.npy`, ...: float64 or
+ * complex128, C order; 3 axes for an MPS, 4 for an MPO).
+ *
+ * Only the headers are read now; the cores are read when the train is used, site by site,
+ * so a train larger than memory streams through `tutti_src`. The files must not change while
+ * the handle lives. `out` receives the handle, released with `tutti_train_free`.
+ *
+ * Errors: NULL pointers; a missing directory or file, a file that is not `.npy`, truncated,
+ * of another dtype or in Fortran order (`TUTTI_ERROR_IO`); bonds that do not chain
+ * (`TUTTI_ERROR_INVALID_ARGUMENT`, naming the site).
+ *
+ * # Safety
+ * `path` is NULL or a NUL-terminated string; `out` is NULL or valid for writing a pointer.
+ */
+int tutti_train_from_dir(const char *path, struct TuttiTrain **out);
+
+/**
+ * Describes a train: `*kind` (a `TuttiTrainKind`), `*dtype` (a `TuttiDtype`) and `*n_sites`.
+ * Any output may be NULL when not wanted.
+ *
+ * # Safety
+ * `train` is NULL or a live handle; each output is NULL or valid for writing an `int`.
+ */
+int tutti_train_info(const struct TuttiTrain *train, int *kind, int *dtype, int *n_sites);
+
+/**
+ * Writes every core's shape to the caller's array `shapes` of `len` ints: 3 per site for an
+ * MPS (Dl, d, Dr), 4 for an MPO (Dl, d_out, d_in, Dr), site 0 first, as
+ * `tutti_train_from_arrays` takes them. `len` must be exactly that (see `tutti_train_info`).
+ *
+ * # Safety
+ * `train` is NULL or a live handle; `shapes` is NULL or valid for writing `len` ints.
+ */
+int tutti_train_shapes(const struct TuttiTrain *train, int *shapes, size_t len);
+
+/**
+ * Copies site `site`'s core into the caller's array `data` of `len` doubles: C order, the
+ * product of the site's dims entries (see `tutti_train_shapes`), times 2 for complex128
+ * (interleaved re, im). `len` must be exactly that.
+ *
+ * A train opened from a directory reads the files up to that site.
+ *
+ * Errors: `site` out of range or a wrong `len` (`TUTTI_ERROR_INVALID_ARGUMENT`); an
+ * unreadable file (`TUTTI_ERROR_IO`).
+ *
+ * # Safety
+ * `train` is NULL or a live handle; `data` is NULL or valid for writing `len` doubles.
+ */
+int tutti_train_site(const struct TuttiTrain *train, int site, double *data, size_t len);
+
+/**
+ * Writes the train to the directory `path` in the `.npy` format (`000.npy`, ...), atomically:
+ * into a temporary sibling, then renamed. An existing `path` is replaced only if it holds
+ * nothing but `.npy` files.
+ *
+ * Errors: NULL pointers; a directory that cannot be written or holds other files
+ * (`TUTTI_ERROR_IO`).
+ *
+ * # Safety
+ * `train` is NULL or a live handle; `path` is NULL or a NUL-terminated string.
+ */
+int tutti_train_write_dir(const struct TuttiTrain *train, const char *path);
+
+/**
+ * Releases a train. `tutti_train_free(NULL)` is a no-op returning `TUTTI_OK`.
+ *
+ * Errors: `TUTTI_ERROR_INVALID_ARGUMENT` for a pointer that is recognisably not a live
+ * handle (released already, or not made by tutti); it is then left alone.
+ *
+ * # Safety
+ * `train` is NULL or a handle from tutti not yet released, and no other thread uses it.
+ */
+int tutti_train_free(struct TuttiTrain *train);
+
+/**
+ * `*norm_out = ||train||` (the Frobenius norm for an MPO), by a QR sweep over the cores.
+ *
+ * # Safety
+ * `train` is NULL or a live handle; `norm_out` is NULL or valid for writing a double.
+ */
+int tutti_train_norm(const struct TuttiTrain *train, double *norm_out);
+
+/**
+ * `*distance_out = ||a - b||`, by contraction (accurate even when `a` and `b` agree to
+ * rounding). A float64 train is compared with a complex128 one as complex.
+ *
+ * Errors: trains of different kinds, lengths or physical dimensions
+ * (`TUTTI_ERROR_INVALID_ARGUMENT`).
+ *
+ * # Safety
+ * `a` and `b` are NULL or live handles; `distance_out` is NULL or valid for writing a double.
+ */
+int tutti_train_distance(const struct TuttiTrain *a,
+                         const struct TuttiTrain *b,
+                         double *distance_out);
+
+/**
+ * Writes the default SRC options to `*options`: `chi_out` 0 (set it), no oversampling, no
+ * cutoff, seed 0, 1 device.
+ *
+ * # Safety
+ * `options` is NULL or valid for writing a `TuttiSrcOptions`.
+ */
+int tutti_src_options_default(struct TuttiSrcOptions *options);
+
+/**
+ * Compresses the product of the stack of `n` trains to bonds <= `options->chi_out` by
+ * successive randomized compression (one randomized sweep, split among
+ * `options->devices` simulated devices by sketch columns).
+ *
+ * `stack` is in mathematical order: `{u3, u2, u1, psi}` is U3·U2·U1|psi>. An MPS may only
+ * come first (a bra, not conjugated) or last (a ket); the result is an MPS if there is one,
+ * else an MPO. If any train is complex128, the product is computed in complex128 (float64
+ * trains promoted). The result is right-canonical (site 0 carries the norm); it equals the
+ * exact product (to rounding) when `chi_out + oversample` reaches every exact bond. Stacks of
+ * 2 sites are contracted exactly; 1 site is an error.
+ *
+ * `out` receives the new train, released with `tutti_train_free`.
+ *
+ * Errors: NULL pointers (`TUTTI_ERROR_NULL_POINTER`); `n` below 1, trains of different
+ * lengths, an MPS in the middle, mismatched physical legs, `chi_out` below 1, a negative
+ * `oversample`, a cutoff outside [0, 1), a device count out of range
+ * (`TUTTI_ERROR_INVALID_ARGUMENT`); a file of a directory train that turns out unreadable
+ * (`TUTTI_ERROR_IO`).
+ *
+ * # Safety
+ * `stack` holds `n` live handles; `options` is NULL or valid for reading a
+ * `TuttiSrcOptions`; `out` is NULL or valid for writing a pointer.
+ */
+int tutti_src(const struct TuttiTrain *const *stack,
+              int n,
+              const struct TuttiSrcOptions *options,
+              struct TuttiTrain **out);
 
 /**
  * Writes the library's version to `*major`, `*minor` and `*patch`.

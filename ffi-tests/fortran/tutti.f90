@@ -28,6 +28,7 @@ module tutti
     integer(c_int), parameter, public :: TUTTI_ERROR_IO = -6
     integer(c_int), parameter, public :: TUTTI_ERROR_PANIC = -7
     integer(c_int), parameter, public :: TUTTI_ERROR_CALLBACK = -8
+    integer(c_int), parameter, public :: TUTTI_ERROR_NOT_CONVERGED = -9
 
     ! TuttiKind
     integer(c_int), parameter, public :: TUTTI_KIND_CPU = 0

@@ -23,11 +23,20 @@ def test_python_status_and_kinds_match_the_header(header: str) -> None:
     assert header_enum(header, "TuttiStatus") == {f"TUTTI_{s.name}": s.value for s in tutti.Status}
     assert header_enum(header, "TuttiKind") == {f"TUTTI_KIND_{k.name}": k.value for k in tutti.Kind}
     assert int(header_defines(header)["TUTTI_MAX_SIMULATED_DEVICES"]) == tutti.MAX_SIMULATED_DEVICES
+    assert header_enum(header, "TuttiTrainKind") == {
+        f"TUTTI_TRAIN_{k.name}": k.value for k in tutti.TrainKind
+    }
+    assert header_enum(header, "TuttiDtype") == {f"TUTTI_DTYPE_{d.name}": d.value for d in tutti.Dtype}
 
 
 def test_python_device_info_layout_matches_the_header(header: str) -> None:
     fields = [name for name, _ in tutti._CDeviceInfo._fields_]
     assert header_struct_fields(header, "TuttiDeviceInfo") == fields
+
+
+def test_python_src_options_layout_matches_the_header(header: str) -> None:
+    fields = [name for name, _ in tutti._CSrcOptions._fields_]
+    assert header_struct_fields(header, "TuttiSrcOptions") == fields
 
 
 def fortran_parameters(path: Path) -> dict[str, int]:

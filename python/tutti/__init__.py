@@ -35,6 +35,14 @@ __all__ = [
     "device_info",
     "FitResult",
     "fit",
+    "RhfEnergy",
+    "rhf_energy",
+    "fmm",
+    "direct_sum",
+    "TrainKind",
+    "Dtype",
+    "Train",
+    "src",
 ]
 
 #: The most simulated (CPU) devices one selection may open (TUTTI_MAX_SIMULATED_DEVICES).
@@ -53,6 +61,7 @@ class Status(enum.IntEnum):
     ERROR_IO = -6
     ERROR_PANIC = -7
     ERROR_CALLBACK = -8
+    ERROR_NOT_CONVERGED = -9
 
 
 class Kind(enum.IntEnum):
@@ -61,6 +70,20 @@ class Kind(enum.IntEnum):
     CPU = 0
     GPU = 1
     AUTO = 2
+
+
+class TrainKind(enum.IntEnum):
+    """TuttiTrainKind: a state (cores (Dl, d, Dr)) or an operator (cores (Dl, d_out, d_in, Dr))."""
+
+    MPS = 0
+    MPO = 1
+
+
+class Dtype(enum.IntEnum):
+    """TuttiDtype: the element type of a train."""
+
+    FLOAT64 = 0
+    COMPLEX128 = 1
 
 
 class TuttiError(Exception):
@@ -127,6 +150,27 @@ class _CFitResult(ctypes.Structure):
     ]
 
 
+class _CSrcOptions(ctypes.Structure):
+    _fields_ = [
+        ("chi_out", ctypes.c_int),
+        ("oversample", ctypes.c_int),
+        ("cutoff", ctypes.c_double),
+        ("seed", ctypes.c_uint64),
+        ("devices", ctypes.c_int),
+    ]
+
+
+class _CFmmOptions(ctypes.Structure):
+    _fields_ = [
+        ("order", ctypes.c_int),
+        ("theta", ctypes.c_double),
+        ("leaf_size", ctypes.c_int),
+        ("softening", ctypes.c_double),
+        ("devices", ctypes.c_int),
+        ("f32_far_field", ctypes.c_int),
+    ]
+
+
 _RESIDUAL_FN = ctypes.CFUNCTYPE(
     ctypes.c_int,
     ctypes.c_void_p,
@@ -149,6 +193,48 @@ class FitResult:
     iterations: int
     evaluations: int
     converged: bool
+
+
+class _CRhfOptions(ctypes.Structure):
+    _fields_ = [
+        ("threads", ctypes.c_int),
+        ("charge", ctypes.c_int),
+        ("cartesian", ctypes.c_int),
+        ("max_iterations", ctypes.c_int),
+        ("energy_tolerance", ctypes.c_double),
+        ("density_tolerance", ctypes.c_double),
+    ]
+
+
+class _CRhfResult(ctypes.Structure):
+    _fields_ = [
+        ("energy", ctypes.c_double),
+        ("electronic_energy", ctypes.c_double),
+        ("nuclear_repulsion", ctypes.c_double),
+        ("delta_energy", ctypes.c_double),
+        ("delta_density", ctypes.c_double),
+        ("scf_seconds", ctypes.c_double),
+        ("nao", ctypes.c_int),
+        ("electrons", ctypes.c_int),
+        ("iterations", ctypes.c_int),
+        ("converged", ctypes.c_int),
+    ]
+
+
+@dataclass(frozen=True)
+class RhfEnergy:
+    """The outcome of :func:`rhf_energy`: energies in hartree, and the library's JSON summary
+    (``summary``: energy, nao, shells, atoms, electrons, basis, angular, threads,
+    iterations, delta_energy, delta_density, homo, lumo, timings in seconds)."""
+
+    energy: float
+    electronic_energy: float
+    nuclear_repulsion: float
+    nao: int
+    electrons: int
+    iterations: int
+    converged: bool
+    summary: dict
 
 
 _REPO = Path(__file__).resolve().parents[2]
@@ -185,6 +271,41 @@ def _load() -> ctypes.CDLL:
         "tutti_last_error": ([], ctypes.c_char_p),
         "tutti_status_name": ([ctypes.c_int], ctypes.c_char_p),
         "tutti_free_c": ([ctypes.c_void_p], ctypes.c_int),
+        "tutti_fmm_options_default": ([ctypes.POINTER(_CFmmOptions)], ctypes.c_int),
+        "tutti_fmm": (
+            [
+                ctypes.c_int64,
+                ctypes.POINTER(ctypes.c_double),
+                ctypes.POINTER(ctypes.c_double),
+                ctypes.POINTER(_CFmmOptions),
+                ctypes.POINTER(ctypes.c_double),
+                ctypes.POINTER(ctypes.c_double),
+            ],
+            ctypes.c_int,
+        ),
+        "tutti_direct_sum": (
+            [
+                ctypes.c_int64,
+                ctypes.POINTER(ctypes.c_double),
+                ctypes.POINTER(ctypes.c_double),
+                ctypes.c_double,
+                ctypes.POINTER(ctypes.c_double),
+                ctypes.POINTER(ctypes.c_double),
+            ],
+            ctypes.c_int,
+        ),
+        "tutti_rhf_options_default": ([ctypes.POINTER(_CRhfOptions)], ctypes.c_int),
+        "tutti_rhf_energy": (
+            [
+                ctypes.c_char_p,
+                ctypes.c_char_p,
+                ctypes.POINTER(_CRhfOptions),
+                ctypes.POINTER(_CRhfResult),
+                # c_void_p: the JSON pointer must reach tutti_free_c unchanged.
+                ctypes.POINTER(ctypes.c_void_p),
+            ],
+            ctypes.c_int,
+        ),
         "tutti_fit_options_default": ([ctypes.POINTER(_CFitOptions)], ctypes.c_int),
         "tutti_fit": (
             [
@@ -198,6 +319,41 @@ def _load() -> ctypes.CDLL:
                 ctypes.POINTER(ctypes.c_double),
                 ctypes.POINTER(ctypes.c_double),
                 ctypes.POINTER(_CFitResult),
+            ],
+            ctypes.c_int,
+        ),
+        "tutti_train_from_arrays": (
+            [
+                ctypes.c_int,
+                ctypes.c_int,
+                ctypes.c_int,
+                int_p,
+                ctypes.POINTER(ctypes.POINTER(ctypes.c_double)),
+                ctypes.POINTER(ctypes.c_void_p),
+            ],
+            ctypes.c_int,
+        ),
+        "tutti_train_from_dir": ([ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)], ctypes.c_int),
+        "tutti_train_info": ([ctypes.c_void_p, int_p, int_p, int_p], ctypes.c_int),
+        "tutti_train_shapes": ([ctypes.c_void_p, int_p, ctypes.c_size_t], ctypes.c_int),
+        "tutti_train_site": (
+            [ctypes.c_void_p, ctypes.c_int, ctypes.POINTER(ctypes.c_double), ctypes.c_size_t],
+            ctypes.c_int,
+        ),
+        "tutti_train_write_dir": ([ctypes.c_void_p, ctypes.c_char_p], ctypes.c_int),
+        "tutti_train_free": ([ctypes.c_void_p], ctypes.c_int),
+        "tutti_train_norm": ([ctypes.c_void_p, ctypes.POINTER(ctypes.c_double)], ctypes.c_int),
+        "tutti_train_distance": (
+            [ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_double)],
+            ctypes.c_int,
+        ),
+        "tutti_src_options_default": ([ctypes.POINTER(_CSrcOptions)], ctypes.c_int),
+        "tutti_src": (
+            [
+                ctypes.POINTER(ctypes.c_void_p),
+                ctypes.c_int,
+                ctypes.POINTER(_CSrcOptions),
+                ctypes.POINTER(ctypes.c_void_p),
             ],
             ctypes.c_int,
         ),
@@ -339,3 +495,328 @@ def fit(residuals, residual_counts, initial, *, devices: int = 1, max_iterations
         evaluations=result_c.evaluations,
         converged=bool(result_c.converged),
     )
+
+
+def rhf_energy(
+    xyz,
+    basis: str,
+    *,
+    threads: int = 0,
+    charge: int = 0,
+    cartesian: bool = False,
+    max_iterations: int | None = None,
+) -> RhfEnergy:
+    """Closed-shell RHF energy of a molecule (``tutti_rhf_energy``).
+
+    ``xyz`` is the text of an XYZ file (Angstrom), or a path to one (a ``Path``, or a string
+    without a newline naming a file). ``basis`` is a shipped name (sto-3g, 6-31g, 6-31g*,
+    cc-pvdz, def2-svp, def2-tzvp) or a path to an NWChem-format file. ``threads`` sizes the
+    Fock build's pool (0 = all cores). A basis or element the library does not know raises
+    TuttiError with ``Status.ERROR_INVALID_ARGUMENT``; an SCF that does not converge,
+    ``Status.ERROR_NOT_CONVERGED``.
+    """
+    import json
+
+    if isinstance(xyz, os.PathLike) or ("\n" not in xyz and Path(xyz).is_file()):
+        xyz = Path(xyz).read_text()
+    options = _CRhfOptions()
+    _check(_lib.tutti_rhf_options_default(ctypes.byref(options)))
+    options.threads = _int(threads, "threads").value
+    options.charge = _int(charge, "charge").value
+    options.cartesian = 1 if cartesian else 0
+    if max_iterations is not None:
+        options.max_iterations = _int(max_iterations, "max_iterations").value
+    result = _CRhfResult()
+    text = ctypes.c_void_p()
+    _check(
+        _lib.tutti_rhf_energy(
+            str(xyz).encode("utf-8"),
+            os.fsencode(basis),
+            ctypes.byref(options),
+            ctypes.byref(result),
+            ctypes.byref(text),
+        )
+    )
+    try:
+        summary = json.loads(ctypes.string_at(text.value).decode("utf-8"))
+    finally:
+        _check(_lib.tutti_free_c(text))
+    return RhfEnergy(
+        energy=result.energy,
+        electronic_energy=result.electronic_energy,
+        nuclear_repulsion=result.nuclear_repulsion,
+        nao=result.nao,
+        electrons=result.electrons,
+        iterations=result.iterations,
+        converged=bool(result.converged),
+        summary=summary,
+    )
+
+
+def _bodies(positions, masses, function: str):
+    """float64 C-order copies of (N, 3) positions and (N,) strengths, shapes checked."""
+    import numpy as np
+
+    x = np.ascontiguousarray(positions, dtype=np.float64)
+    m = np.ascontiguousarray(masses, dtype=np.float64)
+    if x.ndim != 2 or x.shape[1] != 3:
+        raise TuttiError(
+            Status.ERROR_INVALID_ARGUMENT,
+            f"{function}: `positions` must have shape (N, 3), got {x.shape}",
+        )
+    if m.shape != (x.shape[0],):
+        raise TuttiError(
+            Status.ERROR_INVALID_ARGUMENT,
+            f"{function}: `masses` must have shape ({x.shape[0]},) to match `positions`, "
+            f"got {m.shape}",
+        )
+    return x, m
+
+
+def _fields(function, positions, masses, last):
+    """Runs tutti_fmm or tutti_direct_sum into fresh numpy arrays (potential, accel)."""
+    import numpy as np
+
+    x, m = _bodies(positions, masses, function.__name__)
+    n = x.shape[0]
+    potential = np.empty(n)
+    accel = np.empty((n, 3))
+    double_p = ctypes.POINTER(ctypes.c_double)
+    # Empty arrays have no data pointer numpy guarantees; tutti reads nothing when n = 0.
+    pointer = lambda a: a.ctypes.data_as(double_p) if a.size else double_p()  # noqa: E731
+    _check(function(n, pointer(x), pointer(m), last, pointer(potential), pointer(accel)))
+    return potential, accel
+
+
+def fmm(
+    positions,
+    masses,
+    order: int | None = None,
+    theta: float | None = None,
+    leaf_size: int | None = None,
+    softening: float = 0.0,
+    devices: int = 1,
+    f32_far_field: bool = False,
+):
+    """Potentials (N,) and accelerations (N, 3) of N bodies by the fast multipole method.
+
+    ``positions`` (N, 3) and ``masses`` (N,) are anything ``numpy.asarray`` takes (strengths
+    may be negative); G = 1, ``phi_i = -sum_j m_j / sqrt(r_ij^2 + softening^2)`` and
+    ``a_i = -grad phi_i`` (``tutti_fmm``). ``None`` keeps the library's default (order 7,
+    theta 0.5, leaf size 64: relative L2 error about 1e-5 on accelerations). The evaluation
+    is split among ``devices`` simulated devices; the result is the same for any count.
+    Returns ``(potential, accel)`` as float64 numpy arrays.
+    """
+    options = _CFmmOptions()
+    _check(_lib.tutti_fmm_options_default(ctypes.byref(options)))
+    if order is not None:
+        options.order = _int(order, "order").value
+    if theta is not None:
+        options.theta = float(theta)
+    if leaf_size is not None:
+        options.leaf_size = _int(leaf_size, "leaf_size").value
+    options.softening = float(softening)
+    options.devices = _int(devices, "devices").value
+    options.f32_far_field = int(bool(f32_far_field))
+    return _fields(_lib.tutti_fmm, positions, masses, ctypes.byref(options))
+
+
+def direct_sum(positions, masses, softening: float = 0.0):
+    """:func:`fmm`'s quantities by the direct O(N^2) sum (``tutti_direct_sum``)."""
+    return _fields(_lib.tutti_direct_sum, positions, masses, float(softening))
+
+
+class Train:
+    """A tensor train (MPS or MPO, float64 or complex128) held by the library (``TuttiTrain``).
+
+    ``Train(cores)`` copies a list of numpy arrays (anything ``numpy.asarray`` takes), site 0
+    first: 3-axis cores (Dl, d, Dr) make an MPS, 4-axis cores (Dl, d_out, d_in, Dr) an MPO; the
+    first Dl and the last Dr are 1. Complex cores (or any complex core) make a complex128
+    train, else float64. The handle is released by :meth:`close`, by leaving a ``with`` block,
+    or when the object is collected.
+    """
+
+    def __init__(self, cores, *, _handle: int | None = None):
+        if _handle is not None:
+            self._handle = ctypes.c_void_p(_handle)
+            return
+        import numpy as np
+
+        arrays = [np.asarray(core) for core in cores]
+        if not arrays:
+            raise TuttiError(Status.ERROR_INVALID_ARGUMENT, "Train: `cores` is empty")
+        ndims = {a.ndim for a in arrays}
+        if ndims not in ({3}, {4}):
+            raise TuttiError(
+                Status.ERROR_INVALID_ARGUMENT,
+                f"Train: every core needs 3 axes (MPS) or 4 axes (MPO), got {sorted(ndims)}",
+            )
+        kind = TrainKind.MPS if ndims == {3} else TrainKind.MPO
+        complex_ = any(np.iscomplexobj(a) for a in arrays)
+        dtype = np.complex128 if complex_ else np.float64
+        # C-order copies; complex128 memory is interleaved (re, im) doubles, as tutti wants.
+        arrays = [np.ascontiguousarray(a, dtype=dtype) for a in arrays]
+        shapes = [int(d) for a in arrays for d in a.shape]
+        shapes_c = (ctypes.c_int * len(shapes))(*shapes)
+        double_p = ctypes.POINTER(ctypes.c_double)
+        # A zero-size core has no data pointer numpy guarantees; tutti refuses its shape first.
+        pointers = (double_p * len(arrays))(
+            *[a.ctypes.data_as(double_p) if a.size else double_p() for a in arrays]
+        )
+        handle = ctypes.c_void_p()
+        self._handle = ctypes.c_void_p()
+        _check(
+            _lib.tutti_train_from_arrays(
+                int(kind),
+                int(Dtype.COMPLEX128 if complex_ else Dtype.FLOAT64),
+                _int(len(arrays), "n_sites"),
+                shapes_c,
+                pointers,
+                ctypes.byref(handle),
+            )
+        )
+        self._handle = handle
+
+    @classmethod
+    def from_dir(cls, path) -> "Train":
+        """Opens a train directory (``000.npy``, ``001.npy``, ...); cores are read on use."""
+        handle = ctypes.c_void_p()
+        _check(_lib.tutti_train_from_dir(os.fsencode(path), ctypes.byref(handle)))
+        return cls(None, _handle=handle.value)
+
+    def _live(self) -> ctypes.c_void_p:
+        if not self._handle:
+            raise TuttiError(Status.ERROR_INVALID_ARGUMENT, "the train was closed")
+        return self._handle
+
+    def _info(self) -> tuple[TrainKind, Dtype, int]:
+        kind, dtype, sites = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
+        _check(
+            _lib.tutti_train_info(
+                self._live(), ctypes.byref(kind), ctypes.byref(dtype), ctypes.byref(sites)
+            )
+        )
+        return TrainKind(kind.value), Dtype(dtype.value), sites.value
+
+    @property
+    def kind(self) -> TrainKind:
+        """MPS or MPO."""
+        return self._info()[0]
+
+    @property
+    def dtype(self) -> Dtype:
+        """FLOAT64 or COMPLEX128."""
+        return self._info()[1]
+
+    def __len__(self) -> int:
+        return self._info()[2]
+
+    @property
+    def shapes(self) -> list[tuple[int, ...]]:
+        """Each core's shape, site 0 first."""
+        kind, _, sites = self._info()
+        axes = 3 if kind == TrainKind.MPS else 4
+        raw = (ctypes.c_int * (axes * sites))()
+        _check(_lib.tutti_train_shapes(self._live(), raw, axes * sites))
+        return [tuple(raw[axes * k : axes * k + axes]) for k in range(sites)]
+
+    @property
+    def bonds(self) -> list[int]:
+        """The bond dimensions ``[1, D_1, ..., 1]``."""
+        return [1] + [shape[-1] for shape in self.shapes]
+
+    def cores(self) -> list:
+        """Copies of the cores as numpy arrays (float64 or complex128), site 0 first."""
+        import numpy as np
+
+        _, dtype, _ = self._info()
+        np_dtype = np.complex128 if dtype == Dtype.COMPLEX128 else np.float64
+        width = 2 if dtype == Dtype.COMPLEX128 else 1
+        result = []
+        for site, shape in enumerate(self.shapes):
+            core = np.empty(shape, dtype=np_dtype)
+            _check(
+                _lib.tutti_train_site(
+                    self._live(),
+                    site,
+                    core.ctypes.data_as(ctypes.POINTER(ctypes.c_double)),
+                    core.size * width,
+                )
+            )
+            result.append(core)
+        return result
+
+    def write_dir(self, path) -> None:
+        """Writes the train as a directory of ``.npy`` files, atomically."""
+        _check(_lib.tutti_train_write_dir(self._live(), os.fsencode(path)))
+
+    def norm(self) -> float:
+        """``||self||`` (Frobenius for an MPO), by contraction."""
+        value = ctypes.c_double()
+        _check(_lib.tutti_train_norm(self._live(), ctypes.byref(value)))
+        return value.value
+
+    def distance(self, other: "Train") -> float:
+        """``||self - other||``, by contraction (accurate when the two nearly agree)."""
+        value = ctypes.c_double()
+        _check(_lib.tutti_train_distance(self._live(), other._live(), ctypes.byref(value)))
+        return value.value
+
+    def close(self) -> None:
+        """Releases the library's train; later uses raise TuttiError. Idempotent."""
+        handle, self._handle = getattr(self, "_handle", None), ctypes.c_void_p()
+        if handle:
+            _check(_lib.tutti_train_free(handle))
+
+    def __enter__(self) -> "Train":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - never raise from a finalizer
+            pass
+
+    def __repr__(self) -> str:
+        if not self._handle:
+            return "Train(closed)"
+        kind, dtype, sites = self._info()
+        return f"Train({kind.name}, {dtype.name.lower()}, {sites} sites, bonds {self.bonds})"
+
+
+def src(
+    trains,
+    chi: int,
+    *,
+    oversample: int = 0,
+    cutoff: float = 0.0,
+    seed: int = 0,
+    devices: int = 1,
+) -> Train:
+    """The product of a stack of trains compressed to bonds <= ``chi`` by SRC (``tutti_src``).
+
+    ``trains`` (``Train`` objects, or lists of numpy cores converted on the fly) are in
+    mathematical order: ``src([h, psi], 16)`` is H|psi>. An MPS may only come first (a bra,
+    not conjugated) or last. The sweep is split among ``devices`` simulated devices; the result
+    does not depend on how many beyond rounding, and is exact when ``chi + oversample``
+    reaches every bond of the exact product.
+    """
+    owned = [t if isinstance(t, Train) else Train(t) for t in trains]
+    if not owned:
+        raise TuttiError(Status.ERROR_INVALID_ARGUMENT, "src: `trains` is empty")
+    options = _CSrcOptions()
+    _check(_lib.tutti_src_options_default(ctypes.byref(options)))
+    options.chi_out = _int(chi, "chi").value
+    options.oversample = _int(oversample, "oversample").value
+    options.cutoff = float(cutoff)
+    if not 0 <= int(seed) < 2**64:
+        raise TuttiError(Status.ERROR_INVALID_ARGUMENT, f"src: seed {seed} is not a u64")
+    options.seed = int(seed)
+    options.devices = _int(devices, "devices").value
+    stack = (ctypes.c_void_p * len(owned))(*[t._live().value for t in owned])
+    out = ctypes.c_void_p()
+    _check(_lib.tutti_src(stack, _int(len(owned), "n"), ctypes.byref(options), ctypes.byref(out)))
+    return Train(None, _handle=out.value)

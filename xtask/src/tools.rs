@@ -195,8 +195,8 @@ fn python_has(module: &str) -> bool {
     succeeds(Command::new("python3").args(["-c", &format!("import {module}")]))
 }
 
-/// Makes sure gcc, gfortran, python3 and pytest are there, installing gfortran (apt-get, as
-/// root) and pytest (pip, else apt-get) when missing.
+/// Makes sure gcc, gfortran, python3, pytest and numpy are there, installing gfortran (apt-get,
+/// as root), pytest and numpy (pip, else apt-get) when missing.
 pub fn ensure_ffi_tools() -> Result<(), Failure> {
     if !on_path("gcc") {
         apt_install(&["gcc", "libc6-dev"], "gcc is not on PATH")?;
@@ -207,8 +207,12 @@ pub fn ensure_ffi_tools() -> Result<(), Failure> {
     if !on_path("python3") {
         apt_install(&["python3"], "python3 is not on PATH")?;
     }
-    if !python_has("pytest") {
-        println!("==> python3 cannot import pytest: installing it with pip");
+    // numpy: the Python tests of tensor trains compare against dense numpy products.
+    for (module, apt_package) in [("pytest", "python3-pytest"), ("numpy", "python3-numpy")] {
+        if python_has(module) {
+            continue;
+        }
+        println!("==> python3 cannot import {module}: installing it with pip");
         let pip = run(Command::new("python3").args([
             "-m",
             "pip",
@@ -216,16 +220,16 @@ pub fn ensure_ffi_tools() -> Result<(), Failure> {
             "--quiet",
             "--disable-pip-version-check",
             "--root-user-action=ignore",
-            "pytest",
+            module,
         ]));
         if let Err(failure) = pip {
-            println!("pip could not install pytest ({failure}); trying apt-get");
-            apt_install(&["python3-pytest"], "python3 cannot import pytest")?;
+            println!("pip could not install {module} ({failure}); trying apt-get");
+            apt_install(&[apt_package], &format!("python3 cannot import {module}"))?;
         }
-        if !python_has("pytest") {
-            return Err(Failure::new(
-                "pytest is still not importable by python3 after installing it",
-            ));
+        if !python_has(module) {
+            return Err(Failure::new(format!(
+                "{module} is still not importable by python3 after installing it"
+            )));
         }
     }
     Ok(())

@@ -23,7 +23,7 @@
 //! The core, shared by every entry point: [`status`] (the status enum and the error a call
 //! fails with), [`boundary`] (the panic boundary, the last error and the argument checks),
 //! [`memory`] (buffers handed to C and [`tutti_free_c`]). Entry points live in one module per
-//! area: [`version`], [`devices`], [`fit`]; a workload adds its own module (`fmm`, `sweep`, ...) on the
+//! area: [`version`], [`devices`], [`fit`], [`fmm`], [`adjoint`], [`sweep`]; a workload adds its own module on the
 //! same core. The modules are ordinary Rust, tested from Rust; the `cdylib` and `staticlib`
 //! are a thin artifact over them.
 //!
@@ -31,13 +31,20 @@
 //! here are the C documentation.
 #![deny(missing_docs)]
 
+pub mod adjoint;
 pub mod boundary;
 pub mod devices;
 pub mod fit;
+pub mod fmm;
 pub mod memory;
 pub mod status;
+pub mod sweep;
 pub mod version;
 
+pub use adjoint::{
+    tutti_rhf_energy, tutti_rhf_energy_bohr, tutti_rhf_options_default, TuttiRhfOptions,
+    TuttiRhfResult,
+};
 pub use boundary::tutti_last_error;
 pub use devices::{
     tutti_device_count, tutti_device_info, TuttiDeviceInfo, TuttiKind, TUTTI_MAX_SIMULATED_DEVICES,
@@ -45,6 +52,13 @@ pub use devices::{
 pub use fit::{
     tutti_fit, tutti_fit_options_default, TuttiFitOptions, TuttiFitResult, TuttiResidualFn,
 };
+pub use fmm::{tutti_direct_sum, tutti_fmm, tutti_fmm_options_default, TuttiFmmOptions};
 pub use memory::tutti_free_c;
 pub use status::{tutti_status_name, Error, TuttiStatus};
+pub use sweep::{
+    tutti_src, tutti_src_options_default, tutti_train_distance, tutti_train_free,
+    tutti_train_from_arrays, tutti_train_from_dir, tutti_train_info, tutti_train_norm,
+    tutti_train_shapes, tutti_train_site, tutti_train_write_dir, TuttiDtype, TuttiSrcOptions,
+    TuttiTrain, TuttiTrainKind,
+};
 pub use version::tutti_version;

@@ -36,11 +36,14 @@ pub enum TuttiStatus {
     /// A user callback reported failure (a non-zero return) or returned non-finite values
     /// where the computation could not go around them (e.g. at a fit's starting point).
     TUTTI_ERROR_CALLBACK = -8,
+    /// An iterative computation did not reach its tolerance within its iteration limit
+    /// (e.g. an SCF); the message gives the last changes and the targets.
+    TUTTI_ERROR_NOT_CONVERGED = -9,
 }
 
 impl TuttiStatus {
     /// Every status, in declaration order.
-    pub const fn all() -> [TuttiStatus; 9] {
+    pub const fn all() -> [TuttiStatus; 10] {
         [
             Self::TUTTI_OK,
             Self::TUTTI_ERROR_INVALID_ARGUMENT,
@@ -51,6 +54,7 @@ impl TuttiStatus {
             Self::TUTTI_ERROR_IO,
             Self::TUTTI_ERROR_PANIC,
             Self::TUTTI_ERROR_CALLBACK,
+            Self::TUTTI_ERROR_NOT_CONVERGED,
         ]
     }
 
@@ -76,6 +80,7 @@ impl TuttiStatus {
             Self::TUTTI_ERROR_IO => c"TUTTI_ERROR_IO",
             Self::TUTTI_ERROR_PANIC => c"TUTTI_ERROR_PANIC",
             Self::TUTTI_ERROR_CALLBACK => c"TUTTI_ERROR_CALLBACK",
+            Self::TUTTI_ERROR_NOT_CONVERGED => c"TUTTI_ERROR_NOT_CONVERGED",
         }
     }
 }
@@ -204,6 +209,7 @@ mod tests {
             (0, "TUTTI_OK"),
             (-2, "TUTTI_ERROR_NULL_POINTER"),
             (-7, "TUTTI_ERROR_PANIC"),
+            (-9, "TUTTI_ERROR_NOT_CONVERGED"),
             (42, "TUTTI_ERROR_UNKNOWN"),
         ] {
             let name = tutti_status_name(code);

@@ -36,6 +36,10 @@ pub fn run(args: &DemoArgs) -> Result<(), String> {
     collective_round_trip(&group, args.len)?;
     abort_round_trip(&group)?;
     plan_and_spill(&resources)?;
+    fit_on_devices(args.devices)?;
+    sweep_on_devices(&resources)?;
+    fmm_on_devices(args.devices)?;
+    adjoint_water(args.devices)?;
     println!("demo: all checks passed");
     Ok(())
 }
@@ -228,5 +232,245 @@ fn plan_and_spill(resources: &Resources) -> Result<(), String> {
         Ok(())
     } else {
         Err("the spill round trip failed".into())
+    }
+}
+
+/// The example fit on one simulated device and on the demo's device count: the same bits,
+/// and the true rates within four standard errors.
+fn fit_on_devices(devices: usize) -> Result<(), String> {
+    let started = Instant::now();
+    let split = crate::fit::example_fit(devices, 2026)?;
+    let seconds = started.elapsed().as_secs_f64();
+    let single = crate::fit::example_fit(1, 2026)?;
+    crate::fit::print_fit(&split, devices, seconds);
+    let identical = split.parameters == single.parameters && split.cost == single.cost;
+    let errors = split.standard_errors().unwrap_or_default();
+    let within = split
+        .parameters
+        .iter()
+        .zip(tutti_fit::example::TRUE_RATES)
+        .zip(&errors)
+        .all(|((fitted, truth), se)| (fitted - truth).abs() < 4.0 * se);
+    println!(
+        "  the same bits as on one device: {}; every rate within 4 standard errors of the truth: {}",
+        if identical { "ok" } else { "FAILED" },
+        if within { "ok" } else { "FAILED" }
+    );
+    if identical && within && split.converged() {
+        Ok(())
+    } else {
+        Err("the example fit did not reproduce".into())
+    }
+}
+
+/// SRC of the Heisenberg XXZ MPO times a random MPS (16 sites, D_psi = 16, chi = 16, 8 extra
+/// sketch columns) against the optimal truncation, and the split run against one device.
+fn sweep_on_devices(resources: &Resources) -> Result<(), String> {
+    use tutti_sweep::{
+        compress_exact, distance, exact_product, heisenberg_xxz, norm, src, Layer, SrcOptions,
+        TensorTrain, TrainKind,
+    };
+    let (sites, bond, chi) = (16, 16, 16);
+    let mut state = 0x2026_u64;
+    let mut uniform = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state >> 11) as f64 / (1u64 << 52) as f64 - 1.0
+    };
+    let cores = (0..sites)
+        .map(|k| {
+            let dims = vec![
+                if k == 0 { 1 } else { bond },
+                2,
+                if k + 1 == sites { 1 } else { bond },
+            ];
+            let data = (0..dims.iter().product()).map(|_| uniform()).collect();
+            (dims, data)
+        })
+        .collect();
+    let fail = |e: tutti_sweep::SweepError| e.to_string();
+    let psi = TensorTrain::<f64>::from_arrays(TrainKind::Mps, cores).map_err(fail)?;
+    let h = heisenberg_xxz(sites, 1.0, 0.5, 0.0).map_err(fail)?;
+    let stack: [&dyn Layer<f64>; 2] = [&h, &psi];
+    let exact = exact_product(&stack).map_err(fail)?;
+    let scale = norm(&exact);
+    let options = SrcOptions::new(chi).with_oversample(8).with_seed(1);
+    let (single, _) = src(&stack, &options).map_err(fail)?;
+    let (split, info) = src(&stack, &options.with_resources(resources.clone())).map_err(fail)?;
+    let started = Instant::now();
+    let (_, optimal) = compress_exact(&stack, chi, 0.0).map_err(fail)?;
+    let exact_seconds = started.elapsed().as_secs_f64();
+    let src_error = distance(&split, &exact).map_err(fail)? / scale;
+    let ratio = src_error / optimal.relative_error;
+    let agreement = distance(&split, &single).map_err(fail)? / scale;
+    println!(
+        "sweep: H_XXZ |psi> on {sites} sites (D_H = 5, D_psi = {bond}), chi {chi} + 8 oversampled, \
+         {} device(s)",
+        info.devices
+    );
+    println!(
+        "  SRC error {src_error:.4e} ({:.3} s), optimal (compress_exact) {:.4e} ({exact_seconds:.3} s), \
+         ratio {ratio:.3}",
+        info.seconds, optimal.relative_error
+    );
+    let agrees = agreement <= 1e-10;
+    let near = ratio <= 2.0;
+    println!(
+        "  {} device(s) vs 1: relative difference {agreement:.1e}: {}; within 2x of optimal: {}",
+        info.devices,
+        if agrees { "ok" } else { "FAILED" },
+        if near { "ok" } else { "FAILED" }
+    );
+    if agrees && near {
+        Ok(())
+    } else {
+        Err("the sweep demo did not reproduce".into())
+    }
+}
+
+/// 20 000 bodies of a Plummer sphere by the FMM on one simulated device and on the demo's
+/// device count: the same bits, and a sampled relative L2 error below 1e-4 against the
+/// direct sum.
+fn fmm_on_devices(devices: usize) -> Result<(), String> {
+    const BODIES: usize = 20_000;
+    // A Plummer sphere (scale radius 1, truncated at 20) from a SplitMix64 stream, so the
+    // demo needs no random-number crate and draws the same bodies every time.
+    let mut state: u64 = 2026;
+    let mut uniform = move || {
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
+    };
+    let positions: Vec<[f64; 3]> = (0..BODIES)
+        .map(|_| {
+            let radius = loop {
+                let u = uniform().max(1e-10);
+                let r = 1.0 / (u.powf(-2.0 / 3.0) - 1.0).sqrt();
+                if r < 20.0 {
+                    break r;
+                }
+            };
+            let cos_t = 2.0 * uniform() - 1.0;
+            let sin_t = (1.0 - cos_t * cos_t).sqrt();
+            let phi = std::f64::consts::TAU * uniform();
+            [
+                radius * sin_t * phi.cos(),
+                radius * sin_t * phi.sin(),
+                radius * cos_t,
+            ]
+        })
+        .collect();
+    let masses = vec![1.0 / BODIES as f64; BODIES];
+    let options = tutti_fmm::FmmOptions::default();
+    let evaluate = |count: usize| {
+        let started = Instant::now();
+        tutti_fmm::evaluate(&Resources::cpu(count), &positions, &masses, &options)
+            .map(|out| (out, started.elapsed().as_secs_f64()))
+            .map_err(|e| e.to_string())
+    };
+    let (single, single_seconds) = evaluate(1)?;
+    let (split, split_seconds) = evaluate(devices)?;
+    let info = &split.info;
+    println!(
+        "fmm: {BODIES} Plummer bodies, p = {}, theta = {}: {} cells, {} M2L and {} P2P interactions",
+        options.order, options.theta, info.nodes, info.m2l_pairs, info.p2p_pairs
+    );
+    println!(
+        "  1 device {single_seconds:.3} s, {devices} device(s) {split_seconds:.3} s (leaves per device {:?})",
+        info.leaves_per_rank
+    );
+    let identical = single.potential == split.potential && single.accel == split.accel;
+    let started = Instant::now();
+    let error = tutti_fmm::sampled_error(
+        &positions,
+        &masses,
+        options.softening,
+        &split.potential,
+        &split.accel,
+        1000,
+        0,
+    )
+    .map_err(|e| e.to_string())?;
+    let accurate = error.accel <= 1e-4 && error.potential <= 1e-4;
+    println!(
+        "  relative L2 error on 1000 bodies vs the direct sum ({:.3} s): accel {:.2e}, potential {:.2e}: {}",
+        started.elapsed().as_secs_f64(),
+        error.accel,
+        error.potential,
+        if accurate { "ok" } else { "FAILED" }
+    );
+    println!(
+        "  the same bits as on one device: {}",
+        if identical { "ok" } else { "FAILED" }
+    );
+    if identical && accurate {
+        Ok(())
+    } else {
+        Err("the FMM result was inaccurate or depended on the device count".into())
+    }
+}
+
+/// PySCF 2.14.0's RHF/def2-tzvp energy of the demo's water, made from tutti's shipped
+/// def2-tzvp file (crates/tutti-adjoint/tests/data/h2o_def2tzvp.json, `e_rhf`), hartree.
+const WATER_DEF2TZVP_PYSCF: f64 = -76.05904289524872;
+
+/// RHF/def2-tzvp of water (d and f functions on O) against PySCF, with the Fock build
+/// threaded over `threads` threads; then J and K of the converged density, threaded on all
+/// cores against the serial reference.
+fn adjoint_water(threads: usize) -> Result<(), String> {
+    use tutti_adjoint::fock::FockBuilder;
+    use tutti_adjoint::integrals::EriEngine;
+    use tutti_adjoint::{rhf, AngularKind, Basis, BasisSet, Molecule, ScfOptions};
+
+    // r(OH) = 0.9572 A, angle 104.52 deg: the reference's coordinates, in bohr.
+    let water = Molecule::from_bohr(&[
+        ("O", [0.0, 0.0, 0.0]),
+        ("H", [0.0, 1.4304288084282137, 1.107157044045246]),
+        ("H", [0.0, -1.4304288084282137, 1.107157044045246]),
+    ])
+    .map_err(|err| err.to_string())?;
+    let set = BasisSet::named("def2-tzvp").map_err(|err| err.to_string())?;
+    let basis = Basis::new(&water, &set, AngularKind::Spherical).map_err(|err| err.to_string())?;
+    let threads = threads.max(1);
+    let result = rhf(&water, &basis, &ScfOptions::default().with_threads(threads))
+        .map_err(|err| err.to_string())?;
+    let error = (result.energy - WATER_DEF2TZVP_PYSCF).abs();
+    println!(
+        "adjoint: RHF/def2-tzvp of water, {} AOs, Fock build on {threads} thread(s): E = {:.10} Eh in {} iterations, {:.2} s",
+        result.nao, result.energy, result.iterations, result.timings.total
+    );
+    println!(
+        "  PySCF 2.14: {WATER_DEF2TZVP_PYSCF:.10} Eh, |difference| {error:.1e} Eh (target 1e-8): {}",
+        if error < 1e-8 { "ok" } else { "FAILED" }
+    );
+    let engine = EriEngine::new(&basis);
+    let builder = FockBuilder::new(&engine, ScfOptions::default().schwarz_threshold);
+    let serial = builder.serial(result.density.as_ref());
+    // On the global pool: all cores, or RAYON_NUM_THREADS.
+    let threaded = builder.threaded(result.density.as_ref(), None);
+    let nao = result.nao;
+    let (mut largest, mut difference) = (0.0_f64, 0.0_f64);
+    for i in 0..nao {
+        for j in 0..nao {
+            largest = largest
+                .max(serial.coulomb[(i, j)].abs())
+                .max(serial.exchange[(i, j)].abs());
+            difference = difference
+                .max((serial.coulomb[(i, j)] - threaded.coulomb[(i, j)]).abs())
+                .max((serial.exchange[(i, j)] - threaded.exchange[(i, j)]).abs());
+        }
+    }
+    let relative = difference / largest.max(f64::MIN_POSITIVE);
+    println!(
+        "  J and K threaded (all cores) vs serial: max difference {relative:.1e} relative (target 1e-12): {}",
+        if relative < 1e-12 { "ok" } else { "FAILED" }
+    );
+    if error < 1e-8 && relative < 1e-12 {
+        Ok(())
+    } else {
+        Err("the RHF energy or the threaded Fock build did not reproduce".into())
     }
 }

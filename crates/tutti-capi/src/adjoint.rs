@@ -1,0 +1,719 @@
+//! RHF energies from C: a molecule (XYZ text, or atomic numbers and bohr coordinates) in a
+//! Gaussian basis set (a shipped name or an NWChem-format file).
+
+use std::ffi::{c_char, c_int};
+use std::path::Path;
+use std::time::Instant;
+
+use tutti_adjoint::{
+    rhf, AdjointError, AngularKind, Atom, Basis, BasisSet, EnergySummary, Molecule, ScfOptions,
+};
+
+use crate::boundary::{ffi_call, input_slice, input_str, positive_count, to_c_int, Out};
+use crate::memory::string_to_c;
+use crate::status::{Error, TuttiStatus};
+
+/// Options of `tutti_rhf_energy` and `tutti_rhf_energy_bohr`. Start from
+/// `tutti_rhf_options_default`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TuttiRhfOptions {
+    /// Threads of the Fock (J/K) build: 0 (default) = all cores (the global pool, which
+    /// `RAYON_NUM_THREADS` sizes), n >= 1 = a dedicated pool of n threads.
+    pub threads: c_int,
+    /// Total charge of the molecule (default 0); the electron count must come out even.
+    pub charge: c_int,
+    /// 1 for Cartesian functions, 0 (default) for spherical ones (PySCF's `cart=True`).
+    pub cartesian: c_int,
+    /// Most SCF iterations (default 128); beyond it the call fails with
+    /// `TUTTI_ERROR_NOT_CONVERGED`.
+    pub max_iterations: c_int,
+    /// Converged when the energy changes by less than this between two iterations, hartree
+    /// (default 1e-10) ...
+    pub energy_tolerance: f64,
+    /// ... and no density-matrix element by more than this (default 1e-8).
+    pub density_tolerance: f64,
+}
+
+/// What `tutti_rhf_energy` computed.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct TuttiRhfResult {
+    /// Total RHF energy (electronic + nuclear repulsion), hartree.
+    pub energy: f64,
+    /// Electronic energy, hartree.
+    pub electronic_energy: f64,
+    /// Nuclear repulsion, hartree.
+    pub nuclear_repulsion: f64,
+    /// Energy change of the last iteration, hartree.
+    pub delta_energy: f64,
+    /// Largest density-matrix change of the last iteration.
+    pub delta_density: f64,
+    /// Wall-clock time of the whole SCF, seconds.
+    pub scf_seconds: f64,
+    /// Number of atomic orbitals (basis functions).
+    pub nao: c_int,
+    /// Electrons.
+    pub electrons: c_int,
+    /// SCF iterations (Fock builds).
+    pub iterations: c_int,
+    /// 1: the SCF met both tolerances (a run that does not fails with
+    /// `TUTTI_ERROR_NOT_CONVERGED` instead of returning a result).
+    pub converged: c_int,
+}
+
+impl Default for TuttiRhfOptions {
+    fn default() -> Self {
+        let defaults = ScfOptions::default();
+        Self {
+            threads: 0,
+            charge: 0,
+            cartesian: 0,
+            max_iterations: c_int::try_from(defaults.max_iterations).unwrap_or(c_int::MAX),
+            energy_tolerance: defaults.energy_tolerance,
+            density_tolerance: defaults.density_tolerance,
+        }
+    }
+}
+
+/// Writes the default RHF options to `*options`: all cores, neutral, spherical, 128
+/// iterations, tolerances 1e-10 Eh and 1e-8.
+///
+/// # Safety
+/// `options` is NULL or valid for writing a `TuttiRhfOptions`.
+#[no_mangle]
+pub unsafe extern "C" fn tutti_rhf_options_default(options: *mut TuttiRhfOptions) -> c_int {
+    ffi_call("tutti_rhf_options_default", || {
+        // SAFETY: NULL or valid for writes (the caller's promise).
+        let out = unsafe { Out::new(options, "options")? };
+        out.write(TuttiRhfOptions::default());
+        Ok(())
+    })
+}
+
+/// The status of each `tutti-adjoint` error.
+fn adjoint_error(error: AdjointError) -> Error {
+    let status = match &error {
+        AdjointError::NotConverged { .. } | AdjointError::LinearAlgebra(_) => {
+            TuttiStatus::TUTTI_ERROR_NOT_CONVERGED
+        }
+        AdjointError::Io { .. } => TuttiStatus::TUTTI_ERROR_IO,
+        AdjointError::ThreadPool(_) => TuttiStatus::TUTTI_ERROR_DEVICE,
+        // Bad molecules, basis sets, elements and options, and kinds added later (all input
+        // errors so far).
+        _ => TuttiStatus::TUTTI_ERROR_INVALID_ARGUMENT,
+    };
+    Error::new(status, error.to_string())
+}
+
+/// The caller's options (NULL: the defaults), checked and converted.
+///
+/// # Safety
+/// `options` is NULL or valid for reading a `TuttiRhfOptions`.
+unsafe fn read_options(options: *const TuttiRhfOptions) -> Result<(RhfSettings, i32), Error> {
+    if !options.is_aligned() {
+        return Err(Error::invalid_argument("argument `options` is not aligned"));
+    }
+    // SAFETY: NULL or valid for reading a TuttiRhfOptions (the caller's promise), and aligned
+    // (checked above).
+    let options = unsafe { options.as_ref() }.copied().unwrap_or_default();
+    let threads = usize::try_from(options.threads).map_err(|_| {
+        Error::invalid_argument(format!(
+            "options->threads is {}: expected 0 (all cores) or a positive count",
+            options.threads
+        ))
+    })?;
+    let kind = match options.cartesian {
+        0 => AngularKind::Spherical,
+        1 => AngularKind::Cartesian,
+        other => {
+            return Err(Error::invalid_argument(format!(
+                "options->cartesian is {other}: expected 0 (spherical) or 1 (Cartesian)"
+            )))
+        }
+    };
+    let mut scf = ScfOptions::default()
+        .with_threads(threads)
+        .with_max_iterations(positive_count(
+            options.max_iterations,
+            "options->max_iterations",
+        )?);
+    scf.energy_tolerance = positive_tolerance(options.energy_tolerance, "energy_tolerance")?;
+    scf.density_tolerance = positive_tolerance(options.density_tolerance, "density_tolerance")?;
+    Ok((RhfSettings { scf, kind, threads }, options.charge))
+}
+
+/// The checked options of one call.
+struct RhfSettings {
+    scf: ScfOptions,
+    kind: AngularKind,
+    threads: usize,
+}
+
+fn positive_tolerance(value: f64, name: &str) -> Result<f64, Error> {
+    if value > 0.0 && value.is_finite() {
+        Ok(value)
+    } else {
+        Err(Error::invalid_argument(format!(
+            "options->{name} is {value}: expected a positive finite number"
+        )))
+    }
+}
+
+/// A shipped basis set or an NWChem-format file. A name with a directory part cannot be a
+/// shipped set: if no file is there, that is an I/O error naming the path.
+fn load_basis(name_or_path: &str) -> Result<BasisSet, Error> {
+    if name_or_path.trim().is_empty() {
+        return Err(Error::invalid_argument(
+            "argument `basis` is empty: expected a shipped basis set name or a file path",
+        ));
+    }
+    let path = Path::new(name_or_path);
+    if path.components().count() > 1 {
+        if let Err(err) = std::fs::metadata(path) {
+            return Err(Error::new(
+                TuttiStatus::TUTTI_ERROR_IO,
+                format!("cannot read basis file `{name_or_path}`: {err}"),
+            ));
+        }
+        if !path.is_file() {
+            return Err(Error::new(
+                TuttiStatus::TUTTI_ERROR_IO,
+                format!("basis file `{name_or_path}` is not a regular file"),
+            ));
+        }
+    }
+    BasisSet::load(name_or_path).map_err(adjoint_error)
+}
+
+/// Runs RHF on `molecule` and writes the outputs (only on success).
+fn energy(
+    molecule: Molecule,
+    basis_name: &str,
+    settings: &RhfSettings,
+    started: Instant,
+    result_out: Out<'_, TuttiRhfResult>,
+    json_out: Option<Out<'_, *mut c_char>>,
+) -> Result<(), Error> {
+    let basis_set = load_basis(basis_name)?;
+    let basis = Basis::new(&molecule, &basis_set, settings.kind).map_err(adjoint_error)?;
+    let input_seconds = started.elapsed().as_secs_f64();
+    let result = rhf(&molecule, &basis, &settings.scf).map_err(adjoint_error)?;
+    let summary = EnergySummary::new(
+        &result,
+        &basis,
+        &molecule,
+        basis_set.name(),
+        settings.threads,
+        input_seconds,
+    );
+    let written = TuttiRhfResult {
+        energy: result.energy,
+        electronic_energy: result.electronic_energy,
+        nuclear_repulsion: result.nuclear_repulsion,
+        delta_energy: result.delta_energy,
+        delta_density: result.delta_density,
+        scf_seconds: result.timings.total,
+        nao: to_c_int(result.nao, "the number of AOs")?,
+        electrons: to_c_int(molecule.electron_count(), "the electron count")?,
+        iterations: to_c_int(result.iterations, "the iteration count")?,
+        converged: 1,
+    };
+    // The JSON buffer is the last thing that can fail; nothing is written before it exists.
+    let json = match json_out {
+        Some(out) => Some((out, string_to_c(&summary.to_json())?)),
+        None => None,
+    };
+    result_out.write(written);
+    if let Some((out, text)) = json {
+        out.write(text.as_ptr());
+    }
+    Ok(())
+}
+
+/// The optional output `char **json_out`.
+///
+/// # Safety
+/// `json_out` is NULL or valid for writing a `char *`.
+unsafe fn optional_json_out<'a>(
+    json_out: *mut *mut c_char,
+) -> Result<Option<Out<'a, *mut c_char>>, Error> {
+    if json_out.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: not NULL, so valid for writes (the caller's promise).
+    Ok(Some(unsafe { Out::new(json_out, "json_out")? }))
+}
+
+/// The closed-shell RHF energy of a molecule given as XYZ text (Angstrom), in the basis set
+/// `basis`: a shipped name (sto-3g, 6-31g, 6-31g*, cc-pvdz, def2-svp, def2-tzvp; elements
+/// H–Ar; case and `-`/`_` ignored) or a path to an NWChem-format file.
+///
+/// `xyz_text` is the text of an XYZ file: a count line, a comment line, then `symbol x y z`
+/// per atom, in Angstrom (1 bohr = 0.52917721092 Angstrom, PySCF's value). `options` may be
+/// NULL for the defaults (`tutti_rhf_options_default`).
+///
+/// Outputs, written only on success: `*result_out` (caller-owned); and, when `json_out` is
+/// not NULL, `*json_out`, a NUL-terminated JSON object (`energy`, `electronic_energy`,
+/// `nuclear_repulsion`, `nao`, `shells`, `atoms`, `electrons`, `basis`, `angular`, `threads`,
+/// `iterations`, `delta_energy`, `delta_density`, `homo`, `lumo`, `timings`) that the caller
+/// owns and releases with `tutti_free_c`.
+///
+/// Errors: NULL `xyz_text`, `basis` or `result_out` (`TUTTI_ERROR_NULL_POINTER`); malformed
+/// XYZ text, an unknown element, an unknown basis set or one without functions for an element,
+/// a malformed basis file, an odd electron count, bad options
+/// (`TUTTI_ERROR_INVALID_ARGUMENT`); a basis path that cannot be read (`TUTTI_ERROR_IO`); an
+/// SCF that misses its tolerances within `max_iterations` (`TUTTI_ERROR_NOT_CONVERGED`).
+///
+/// # Safety
+/// `xyz_text` and `basis` are NULL or NUL-terminated strings; `options` is NULL or valid for
+/// reading a `TuttiRhfOptions`; `result_out` is NULL or valid for writing a
+/// `TuttiRhfResult`; `json_out` is NULL or valid for writing a `char *`.
+#[no_mangle]
+pub unsafe extern "C" fn tutti_rhf_energy(
+    xyz_text: *const c_char,
+    basis: *const c_char,
+    options: *const TuttiRhfOptions,
+    result_out: *mut TuttiRhfResult,
+    json_out: *mut *mut c_char,
+) -> c_int {
+    ffi_call("tutti_rhf_energy", || {
+        let started = Instant::now();
+        // SAFETY: the caller's promises above; the helpers check NULL, alignment and UTF-8.
+        let (xyz_text, basis, result_out, json_out, (settings, charge)) = unsafe {
+            (
+                input_str(xyz_text, "xyz_text")?,
+                input_str(basis, "basis")?,
+                Out::new(result_out, "result_out")?,
+                optional_json_out(json_out)?,
+                read_options(options)?,
+            )
+        };
+        let molecule = Molecule::from_xyz(xyz_text)
+            .and_then(|molecule| molecule.with_charge(charge))
+            .map_err(adjoint_error)?;
+        energy(molecule, basis, &settings, started, result_out, json_out)
+    })
+}
+
+/// `tutti_rhf_energy` for a molecule given as `n_atoms` atomic numbers
+/// (`atomic_numbers[i]`, 1 = H) and coordinates in bohr (`coordinates_bohr[3 * i + k]`, k =
+/// x, y, z). Everything else (basis, options, outputs, errors) is as for `tutti_rhf_energy`;
+/// an atomic number outside 1..=36 or a non-finite coordinate is
+/// `TUTTI_ERROR_INVALID_ARGUMENT`.
+///
+/// # Safety
+/// `atomic_numbers` is NULL or holds `n_atoms` ints, `coordinates_bohr` NULL or
+/// `3 * n_atoms` doubles; the other pointers as for `tutti_rhf_energy`.
+#[no_mangle]
+pub unsafe extern "C" fn tutti_rhf_energy_bohr(
+    n_atoms: c_int,
+    atomic_numbers: *const c_int,
+    coordinates_bohr: *const f64,
+    basis: *const c_char,
+    options: *const TuttiRhfOptions,
+    result_out: *mut TuttiRhfResult,
+    json_out: *mut *mut c_char,
+) -> c_int {
+    ffi_call("tutti_rhf_energy_bohr", || {
+        let started = Instant::now();
+        let atoms = positive_count(n_atoms, "n_atoms")?;
+        let coordinates = atoms.checked_mul(3).ok_or_else(|| {
+            Error::invalid_argument(format!("argument `n_atoms` is {atoms}: too many atoms"))
+        })?;
+        // SAFETY: the caller's promises above; the helpers check NULL, alignment, lengths
+        // and UTF-8.
+        let (numbers, positions, basis, result_out, json_out, (settings, charge)) = unsafe {
+            (
+                input_slice(atomic_numbers, atoms, "atomic_numbers")?,
+                input_slice(coordinates_bohr, coordinates, "coordinates_bohr")?,
+                input_str(basis, "basis")?,
+                Out::new(result_out, "result_out")?,
+                optional_json_out(json_out)?,
+                read_options(options)?,
+            )
+        };
+        let atoms = numbers
+            .iter()
+            .zip(positions.chunks_exact(3))
+            .enumerate()
+            .map(|(index, (&number, xyz))| {
+                let charge = u32::try_from(number).map_err(|_| {
+                    Error::invalid_argument(format!(
+                        "atomic_numbers[{index}] is {number}: expected 1 (H) to 36 (Kr)"
+                    ))
+                })?;
+                Ok(Atom {
+                    charge,
+                    position: [xyz[0], xyz[1], xyz[2]],
+                })
+            })
+            .collect::<Result<Vec<_>, Error>>()?;
+        let molecule = Molecule::new(atoms, charge).map_err(adjoint_error)?;
+        energy(molecule, basis, &settings, started, result_out, json_out)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::{CStr, CString};
+    use std::ptr;
+
+    use super::*;
+    use crate::boundary::last_error;
+    use crate::memory::tutti_free_c;
+
+    /// H2O at the geometry of crates/tutti-adjoint/tests/data/h2o_*.json (r(OH) = 0.9572 A,
+    /// angle 104.52 deg): the reference's bohr coordinates times 0.52917721092, in Angstrom.
+    const WATER_XYZ: &CStr = c"3
+water
+O 0.0 0.0 0.0
+H 0.0 0.7569503272636612 0.585882276618295
+H 0.0 -0.7569503272636612 0.585882276618295
+";
+
+    /// The same nuclei in bohr, exactly as in the reference files.
+    const WATER_NUMBERS: [c_int; 3] = [8, 1, 1];
+    const WATER_BOHR: [f64; 9] = [
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+        1.4304288084282137,
+        1.107157044045246,
+        0.0,
+        -1.4304288084282137,
+        1.107157044045246,
+    ];
+
+    /// PySCF 2.14 RHF/def2-tzvp of that water, with the crate's shipped def2-tzvp file
+    /// (crates/tutti-adjoint/tests/data/h2o_def2tzvp.json, `e_rhf`).
+    const WATER_DEF2TZVP: f64 = -76.05904289524872;
+
+    /// PySCF 2.14 RHF/sto-3g (PySCF's built-in sto-3g, whose digits differ from the shipped
+    /// basis_set_exchange export) of that water (h2o_sto3g.json, `e_rhf`).
+    const WATER_STO3G_PYSCF: f64 = -74.96292824643292;
+
+    fn options(threads: c_int) -> TuttiRhfOptions {
+        TuttiRhfOptions {
+            threads,
+            ..TuttiRhfOptions::default()
+        }
+    }
+
+    fn xyz_energy(
+        xyz: &CStr,
+        basis: &CStr,
+        options: &TuttiRhfOptions,
+    ) -> Result<(TuttiRhfResult, String), (c_int, String)> {
+        let mut result = TuttiRhfResult::default();
+        let mut json: *mut c_char = ptr::null_mut();
+        // SAFETY: valid strings, options, and output pointers to locals.
+        let status = unsafe {
+            tutti_rhf_energy(
+                xyz.as_ptr(),
+                basis.as_ptr(),
+                options,
+                &mut result,
+                &mut json,
+            )
+        };
+        if status != 0 {
+            assert!(json.is_null(), "no JSON on failure");
+            return Err((status, last_error()));
+        }
+        assert!(!json.is_null());
+        // SAFETY: json is a NUL-terminated string from tutti, read before it is released.
+        let text = unsafe { CStr::from_ptr(json) }
+            .to_string_lossy()
+            .into_owned();
+        // SAFETY: json came from tutti and is released once.
+        assert_eq!(unsafe { tutti_free_c(json.cast()) }, 0);
+        Ok((result, text))
+    }
+
+    #[test]
+    fn water_def2tzvp_matches_pyscf_and_the_bohr_entry() {
+        let (result, json) =
+            xyz_energy(WATER_XYZ, c"def2-tzvp", &options(2)).expect("water/def2-tzvp");
+        assert!(
+            (result.energy - WATER_DEF2TZVP).abs() < 1e-8,
+            "{} vs {WATER_DEF2TZVP}",
+            result.energy
+        );
+        assert_eq!(
+            (result.nao, result.electrons, result.converged),
+            (43, 10, 1)
+        );
+        assert!(result.iterations > 1 && result.scf_seconds > 0.0);
+        assert!(
+            (result.electronic_energy + result.nuclear_repulsion - result.energy).abs() < 1e-10
+        );
+        assert!(
+            json.starts_with('{') && json.contains("\"nao\":43"),
+            "{json}"
+        );
+        assert!(json.contains("\"basis\":\"def2-tzvp\""), "{json}");
+
+        let mut bohr = TuttiRhfResult::default();
+        // SAFETY: arrays of 3 and 9 elements, valid strings and outputs; json_out NULL.
+        let status = unsafe {
+            tutti_rhf_energy_bohr(
+                3,
+                WATER_NUMBERS.as_ptr(),
+                WATER_BOHR.as_ptr(),
+                c"def2-tzvp".as_ptr(),
+                &options(1),
+                &mut bohr,
+                ptr::null_mut(),
+            )
+        };
+        assert_eq!(status, 0, "{}", last_error());
+        assert!((bohr.energy - WATER_DEF2TZVP).abs() < 1e-8);
+        assert!((bohr.energy - result.energy).abs() < 1e-10);
+    }
+
+    #[test]
+    fn water_sto3g_from_a_basis_file_matches_pyscf_and_threads_agree() {
+        // PySCF's own sto-3g digits for O and H, as an NWChem file.
+        let path = std::env::temp_dir().join(format!("tutti-capi-sto3g-{}.nw", std::process::id()));
+        std::fs::write(
+            &path,
+            "BASIS \"ao basis\" SPHERICAL
+H    S
+      3.42525091             0.15432897
+      0.62391373             0.53532814
+      0.16885540             0.44463454
+O    S
+    130.70932                0.15432897
+     23.808861               0.53532814
+      6.4436083              0.44463454
+O    SP
+      5.0331513             -0.09996723             0.15591627
+      1.1695961              0.39951283             0.60768372
+      0.3803890              0.70011547             0.39195739
+END
+",
+        )
+        .expect("temporary file");
+        let file = CString::new(path.to_string_lossy().into_owned()).expect("no NUL");
+        let (one, _) = xyz_energy(WATER_XYZ, &file, &options(1)).expect("1 thread");
+        let (two, json) = xyz_energy(WATER_XYZ, &file, &options(2)).expect("2 threads");
+        std::fs::remove_file(&path).expect("removed");
+        assert!(
+            (one.energy - WATER_STO3G_PYSCF).abs() < 1e-8,
+            "{} vs {WATER_STO3G_PYSCF}",
+            one.energy
+        );
+        assert!((one.energy - two.energy).abs() < 1e-12);
+        assert_eq!(one.nao, 7);
+        assert!(json.contains("\"threads\":2"), "{json}");
+    }
+
+    #[test]
+    fn null_arguments_are_errors_and_outputs_stay_untouched() {
+        let mut result = TuttiRhfResult {
+            energy: 42.0,
+            ..TuttiRhfResult::default()
+        };
+        let mut json: *mut c_char = ptr::null_mut();
+        for (xyz, basis, out, name) in [
+            (
+                ptr::null(),
+                c"sto-3g".as_ptr(),
+                &mut result as *mut _,
+                "xyz_text",
+            ),
+            (
+                WATER_XYZ.as_ptr(),
+                ptr::null(),
+                &mut result as *mut _,
+                "basis",
+            ),
+            (
+                WATER_XYZ.as_ptr(),
+                c"sto-3g".as_ptr(),
+                ptr::null_mut(),
+                "result_out",
+            ),
+        ] {
+            // SAFETY: NULL or valid pointers, as the contract allows.
+            let status = unsafe { tutti_rhf_energy(xyz, basis, ptr::null(), out, &mut json) };
+            assert_eq!(status, TuttiStatus::TUTTI_ERROR_NULL_POINTER.code());
+            assert!(
+                last_error().contains(&format!("`{name}` is NULL")),
+                "{}",
+                last_error()
+            );
+        }
+        // SAFETY: as above; NULL atomic numbers.
+        let status = unsafe {
+            tutti_rhf_energy_bohr(
+                3,
+                ptr::null(),
+                WATER_BOHR.as_ptr(),
+                c"sto-3g".as_ptr(),
+                ptr::null(),
+                &mut result,
+                ptr::null_mut(),
+            )
+        };
+        assert_eq!(status, TuttiStatus::TUTTI_ERROR_NULL_POINTER.code());
+        assert!(last_error().contains("atomic_numbers"));
+        assert_eq!(result.energy, 42.0);
+        assert!(json.is_null());
+        // SAFETY: NULL is rejected.
+        let status = unsafe { tutti_rhf_options_default(ptr::null_mut()) };
+        assert_eq!(status, TuttiStatus::TUTTI_ERROR_NULL_POINTER.code());
+    }
+
+    #[test]
+    fn bad_inputs_have_their_status_and_a_message() {
+        let invalid = TuttiStatus::TUTTI_ERROR_INVALID_ARGUMENT.code();
+        let check =
+            |xyz: &CStr, basis: &CStr, options: &TuttiRhfOptions, status: c_int, words: &[&str]| {
+                let (got, message) = xyz_energy(xyz, basis, options).expect_err("fails");
+                assert_eq!(got, status, "{message}");
+                assert!(message.starts_with("tutti_rhf_energy: "), "{message}");
+                for word in words {
+                    assert!(message.contains(word), "`{word}` not in: {message}");
+                }
+            };
+        let defaults = TuttiRhfOptions::default();
+        check(
+            WATER_XYZ,
+            c"no-such-basis",
+            &defaults,
+            invalid,
+            &["unknown basis set `no-such-basis`", "sto-3g"],
+        );
+        check(
+            c"1\n\nXx 0 0 0\n",
+            c"sto-3g",
+            &defaults,
+            invalid,
+            &["unknown element `Xx`"],
+        );
+        check(
+            c"1\n\nKr 0 0 0\n",
+            c"sto-3g",
+            &defaults,
+            invalid,
+            &["no functions for element Kr"],
+        );
+        check(c"2\n\nH 0 0 0\n", c"sto-3g", &defaults, invalid, &["XYZ"]);
+        check(c"1\n\nH 0 0 0\n", c"sto-3g", &defaults, invalid, &["even"]);
+        check(
+            WATER_XYZ,
+            c"/nonexistent/tutti/basis.nw",
+            &defaults,
+            TuttiStatus::TUTTI_ERROR_IO.code(),
+            &["/nonexistent/tutti/basis.nw"],
+        );
+        check(
+            WATER_XYZ,
+            c"sto-3g",
+            &TuttiRhfOptions {
+                max_iterations: 2,
+                ..defaults
+            },
+            TuttiStatus::TUTTI_ERROR_NOT_CONVERGED.code(),
+            &["did not converge in 2 iterations"],
+        );
+        for (bad, word) in [
+            (
+                TuttiRhfOptions {
+                    threads: -1,
+                    ..defaults
+                },
+                "options->threads",
+            ),
+            (
+                TuttiRhfOptions {
+                    cartesian: 2,
+                    ..defaults
+                },
+                "options->cartesian",
+            ),
+            (
+                TuttiRhfOptions {
+                    max_iterations: 0,
+                    ..defaults
+                },
+                "options->max_iterations",
+            ),
+            (
+                TuttiRhfOptions {
+                    energy_tolerance: f64::NAN,
+                    ..defaults
+                },
+                "energy_tolerance",
+            ),
+            (
+                TuttiRhfOptions {
+                    density_tolerance: 0.0,
+                    ..defaults
+                },
+                "density_tolerance",
+            ),
+        ] {
+            check(WATER_XYZ, c"sto-3g", &bad, invalid, &[word]);
+        }
+
+        let mut result = TuttiRhfResult::default();
+        // SAFETY: arrays of 1 element; valid string and output.
+        let status = unsafe {
+            tutti_rhf_energy_bohr(
+                1,
+                [0].as_ptr(),
+                [0.0; 3].as_ptr(),
+                c"sto-3g".as_ptr(),
+                ptr::null(),
+                &mut result,
+                ptr::null_mut(),
+            )
+        };
+        assert_eq!(status, invalid);
+        assert!(
+            last_error().contains("nuclear charge 0"),
+            "{}",
+            last_error()
+        );
+        // SAFETY: a zero count is rejected before any access.
+        let status = unsafe {
+            tutti_rhf_energy_bohr(
+                0,
+                [1].as_ptr(),
+                [0.0; 3].as_ptr(),
+                c"sto-3g".as_ptr(),
+                ptr::null(),
+                &mut result,
+                ptr::null_mut(),
+            )
+        };
+        assert_eq!(status, invalid);
+        assert!(last_error().contains("n_atoms"), "{}", last_error());
+    }
+
+    #[test]
+    fn default_options_are_the_crate_defaults() {
+        let mut options = TuttiRhfOptions {
+            threads: 9,
+            charge: 9,
+            cartesian: 9,
+            max_iterations: 9,
+            energy_tolerance: 9.0,
+            density_tolerance: 9.0,
+        };
+        // SAFETY: a valid pointer to a local.
+        assert_eq!(unsafe { tutti_rhf_options_default(&mut options) }, 0);
+        let scf = ScfOptions::default();
+        assert_eq!(
+            (options.threads, options.charge, options.cartesian),
+            (0, 0, 0)
+        );
+        assert_eq!(options.max_iterations as usize, scf.max_iterations);
+        assert_eq!(options.energy_tolerance, scf.energy_tolerance);
+        assert_eq!(options.density_tolerance, scf.density_tolerance);
+    }
+}

@@ -1,0 +1,1053 @@
+//! Tensor trains from C: handles, and SRC compression of a stack of them (`tutti-sweep`).
+//!
+//! A [`TuttiTrain`] is an opaque handle to an MPS or an MPO of float64 or complex128 entries,
+//! made from caller arrays ([`tutti_train_from_arrays`]) or from a train directory
+//! ([`tutti_train_from_dir`], read lazily), and released with [`tutti_train_free`]. Complex
+//! entries cross the boundary as interleaved (re, im) doubles, C order, so a core of `m`
+//! entries is `2 m` doubles.
+
+use std::ffi::{c_char, c_int};
+
+use tutti_backend::Resources;
+use tutti_sweep::{
+    distance, load, norm, src, write_train, Complex64, Core, CoreShape, Layer, NpyTrain, Scalar,
+    SrcOptions, SweepError, TensorTrain, TrainKind,
+};
+
+use crate::boundary::{
+    ffi_call, index_in, input_slice, input_str, output_slice, positive_count, to_c_int, Out,
+};
+use crate::devices::TUTTI_MAX_SIMULATED_DEVICES;
+use crate::status::{Error, TuttiStatus};
+
+/// Whether a train is a state or an operator; passed as an `int`.
+#[allow(non_camel_case_types)] // the variants are the C names
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(i32)]
+pub enum TuttiTrainKind {
+    /// A matrix product state: cores (Dl, d, Dr), 3 shape entries per site.
+    TUTTI_TRAIN_MPS = 0,
+    /// A matrix product operator: cores (Dl, d_out, d_in, Dr), 4 shape entries per site.
+    TUTTI_TRAIN_MPO = 1,
+}
+
+/// The element type of a train; passed as an `int`.
+#[allow(non_camel_case_types)] // the variants are the C names
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(i32)]
+pub enum TuttiDtype {
+    /// Real doubles: one `double` per entry.
+    TUTTI_DTYPE_FLOAT64 = 0,
+    /// Complex doubles: two `double`s per entry, real part first (C99 `double complex`).
+    TUTTI_DTYPE_COMPLEX128 = 1,
+}
+
+impl TuttiTrainKind {
+    fn from_code(code: c_int, name: &str) -> Result<TrainKind, Error> {
+        match code {
+            0 => Ok(TrainKind::Mps),
+            1 => Ok(TrainKind::Mpo),
+            other => Err(Error::invalid_argument(format!(
+                "argument `{name}` is {other}: expected TUTTI_TRAIN_MPS (0) or TUTTI_TRAIN_MPO (1)"
+            ))),
+        }
+    }
+
+    fn of(kind: TrainKind) -> Self {
+        match kind {
+            TrainKind::Mps => Self::TUTTI_TRAIN_MPS,
+            TrainKind::Mpo => Self::TUTTI_TRAIN_MPO,
+        }
+    }
+}
+
+impl TuttiDtype {
+    fn from_code(code: c_int, name: &str) -> Result<Self, Error> {
+        match code {
+            0 => Ok(Self::TUTTI_DTYPE_FLOAT64),
+            1 => Ok(Self::TUTTI_DTYPE_COMPLEX128),
+            other => Err(Error::invalid_argument(format!(
+                "argument `{name}` is {other}: expected TUTTI_DTYPE_FLOAT64 (0) or \
+                 TUTTI_DTYPE_COMPLEX128 (1)"
+            ))),
+        }
+    }
+
+    /// Doubles per entry.
+    fn width(self) -> usize {
+        match self {
+            Self::TUTTI_DTYPE_FLOAT64 => 1,
+            Self::TUTTI_DTYPE_COMPLEX128 => 2,
+        }
+    }
+}
+
+/// Marks a live handle: "tuttitrn".
+const LIVE_TRAIN: u64 = u64::from_be_bytes(*b"tuttitrn");
+
+/// A tensor train (MPS or MPO, float64 or complex128), opaque to C.
+///
+/// Made by `tutti_train_from_arrays`, `tutti_train_from_dir` or `tutti_src`; the caller owns
+/// it and releases it exactly once with `tutti_train_free`. A train never changes after it is
+/// made, so one handle may be read by several threads at once.
+pub struct TuttiTrain {
+    marker: u64,
+    train: AnyTrain,
+}
+
+/// What a handle holds.
+enum AnyTrain {
+    Real(TensorTrain<f64>),
+    Complex(TensorTrain<Complex64>),
+    /// A directory opened by `tutti_train_from_dir`: headers read, cores streamed on use.
+    Disk(NpyTrain),
+}
+
+impl AnyTrain {
+    fn kind(&self) -> TrainKind {
+        match self {
+            Self::Real(t) => t.kind(),
+            Self::Complex(t) => t.kind(),
+            Self::Disk(t) => Layer::<Complex64>::kind(t),
+        }
+    }
+
+    fn shapes(&self) -> Vec<CoreShape> {
+        match self {
+            Self::Real(t) => t.shapes(),
+            Self::Complex(t) => t.shapes(),
+            Self::Disk(t) => Layer::<Complex64>::shapes(t),
+        }
+    }
+
+    fn dtype(&self) -> TuttiDtype {
+        let complex = match self {
+            Self::Real(_) => false,
+            Self::Complex(_) => true,
+            Self::Disk(t) => t.is_complex(),
+        };
+        if complex {
+            TuttiDtype::TUTTI_DTYPE_COMPLEX128
+        } else {
+            TuttiDtype::TUTTI_DTYPE_FLOAT64
+        }
+    }
+
+    /// The train as a stack layer of `f64` (`None` for complex trains).
+    fn real_layer(&self) -> Option<&dyn Layer<f64>> {
+        match self {
+            Self::Real(t) => Some(t),
+            Self::Disk(t) if !t.is_complex() => Some(t),
+            _ => None,
+        }
+    }
+
+    /// The train in memory as complex128 (float64 entries promoted).
+    fn to_complex(&self) -> Result<TensorTrain<Complex64>, SweepError> {
+        match self {
+            Self::Real(t) => promote(t),
+            Self::Complex(t) => Ok(t.clone()),
+            Self::Disk(t) => t.read(),
+        }
+    }
+
+    /// The train in memory as float64 (`None` for complex trains).
+    fn to_real(&self) -> Option<Result<TensorTrain<f64>, SweepError>> {
+        match self {
+            Self::Real(t) => Some(Ok(t.clone())),
+            Self::Disk(t) if !t.is_complex() => Some(t.read()),
+            _ => None,
+        }
+    }
+}
+
+fn promote(train: &TensorTrain<f64>) -> Result<TensorTrain<Complex64>, SweepError> {
+    let cores = train
+        .cores()
+        .iter()
+        .map(|core| Core {
+            shape: core.shape,
+            data: core.data.iter().map(|&x| Complex64::new(x, 0.0)).collect(),
+        })
+        .collect();
+    TensorTrain::new(train.kind(), cores)
+}
+
+/// The status of a sweep error: bad trains, stacks and options are invalid arguments, files
+/// that cannot be read or written are I/O errors, device failures are device errors.
+pub fn sweep_error(error: SweepError) -> Error {
+    use TuttiStatus::*;
+    let status = match &error {
+        SweepError::Empty { .. }
+        | SweepError::BadShape { .. }
+        | SweepError::BondMismatch { .. }
+        | SweepError::PhysicalMismatch { .. }
+        | SweepError::LengthMismatch { .. }
+        | SweepError::InvalidStack { .. }
+        | SweepError::NonFinite { .. }
+        | SweepError::InvalidOption { .. }
+        | SweepError::Factorization { .. } => TUTTI_ERROR_INVALID_ARGUMENT,
+        SweepError::File { .. } | SweepError::Io { .. } => TUTTI_ERROR_IO,
+        // Devices, and kinds the sweep adds later.
+        _ => TUTTI_ERROR_DEVICE,
+    };
+    Error::new(status, error.to_string())
+}
+
+/// A handle argument `const TuttiTrain *name`, checked: not NULL, aligned, live.
+///
+/// # Safety
+/// `ptr` is NULL or a handle from tutti that has not been released, not released during `'a`.
+unsafe fn train_ref<'a>(ptr: *const TuttiTrain, name: &str) -> Result<&'a TuttiTrain, Error> {
+    if ptr.is_null() {
+        return Err(Error::null_pointer(name));
+    }
+    if !ptr.is_aligned() {
+        return Err(Error::invalid_argument(format!(
+            "argument `{name}` ({ptr:p}) is not a train handle (misaligned)"
+        )));
+    }
+    // SAFETY: not NULL and aligned; a live handle by the caller's promise.
+    let train = unsafe { &*ptr };
+    if train.marker != LIVE_TRAIN {
+        return Err(Error::invalid_argument(format!(
+            "argument `{name}` ({ptr:p}) is not a live train handle (released already, or \
+             not made by tutti)"
+        )));
+    }
+    Ok(train)
+}
+
+fn into_handle(train: AnyTrain) -> *mut TuttiTrain {
+    Box::into_raw(Box::new(TuttiTrain {
+        marker: LIVE_TRAIN,
+        train,
+    }))
+}
+
+/// Shape entries per site: 3 for an MPS, 4 for an MPO.
+fn axes(kind: TrainKind) -> usize {
+    match kind {
+        TrainKind::Mps => 3,
+        TrainKind::Mpo => 4,
+    }
+}
+
+/// Makes a train from one array per site, copying the data.
+///
+/// - `kind`: `TUTTI_TRAIN_MPS` or `TUTTI_TRAIN_MPO`; `dtype`: `TUTTI_DTYPE_FLOAT64` or
+///   `TUTTI_DTYPE_COMPLEX128`; `n_sites` at least 1.
+/// - `shapes`: `3 * n_sites` ints for an MPS, site `k`'s core (Dl, d, Dr) at `shapes[3k..3k+3]`;
+///   `4 * n_sites` for an MPO, (Dl, d_out, d_in, Dr) at `shapes[4k..4k+4]`. The first Dl and
+///   the last Dr are 1, and each Dr equals the next site's Dl.
+/// - `cores`: `n_sites` pointers; `cores[k]` holds the product of site `k`'s dims entries in
+///   C order (last index fastest), one double each for float64, two (re, im) for complex128.
+/// - `out`: receives the new handle, which the caller releases with `tutti_train_free`.
+///
+/// Errors: NULL pointers (`TUTTI_ERROR_NULL_POINTER`); an unknown kind or dtype, a dimension
+/// below 1, outer bonds other than 1, neighbouring bonds that differ (the message names the
+/// site and both dims), NaN or infinite entries (`TUTTI_ERROR_INVALID_ARGUMENT`).
+///
+/// # Safety
+/// `shapes` holds `axes * n_sites` ints; `cores` holds `n_sites` pointers, each valid for
+/// reading its core; `out` is NULL or valid for writing a pointer.
+#[no_mangle]
+pub unsafe extern "C" fn tutti_train_from_arrays(
+    kind: c_int,
+    dtype: c_int,
+    n_sites: c_int,
+    shapes: *const c_int,
+    cores: *const *const f64,
+    out: *mut *mut TuttiTrain,
+) -> c_int {
+    ffi_call("tutti_train_from_arrays", || {
+        let kind = TuttiTrainKind::from_code(kind, "kind")?;
+        let dtype = TuttiDtype::from_code(dtype, "dtype")?;
+        let sites = positive_count(n_sites, "n_sites")?;
+        let axes = axes(kind);
+        // SAFETY: the lengths are the caller's promise; the helpers check NULL and alignment.
+        let (shapes, pointers, out) = unsafe {
+            (
+                input_slice(shapes, axes * sites, "shapes")?,
+                input_slice(cores, sites, "cores")?,
+                Out::new(out, "out")?,
+            )
+        };
+        let mut dims_per_site = Vec::with_capacity(sites);
+        let mut data_per_site = Vec::with_capacity(sites);
+        for (site, (dims, &pointer)) in shapes.chunks_exact(axes).zip(pointers).enumerate() {
+            let dims = dims
+                .iter()
+                .map(|&d| usize::try_from(d).ok().filter(|&d| d >= 1))
+                .collect::<Option<Vec<usize>>>()
+                .ok_or_else(|| {
+                    Error::invalid_argument(format!(
+                        "site {site}: shape {dims:?} has a dimension below 1 (shapes[{}..{}])",
+                        site * axes,
+                        site * axes + axes
+                    ))
+                })?;
+            let doubles = dims
+                .iter()
+                .try_fold(dtype.width(), |acc, &d| acc.checked_mul(d))
+                .ok_or_else(|| {
+                    Error::invalid_argument(format!(
+                        "site {site}: shape {dims:?} is larger than memory"
+                    ))
+                })?;
+            // SAFETY: cores[site] is valid for this core's doubles (the caller's promise).
+            let values = unsafe { input_slice(pointer, doubles, &format!("cores[{site}]"))? };
+            dims_per_site.push(dims);
+            data_per_site.push(values);
+        }
+        let train = match dtype {
+            TuttiDtype::TUTTI_DTYPE_FLOAT64 => {
+                let arrays = dims_per_site
+                    .into_iter()
+                    .zip(data_per_site)
+                    .map(|(dims, values)| (dims, values.to_vec()))
+                    .collect();
+                AnyTrain::Real(TensorTrain::from_arrays(kind, arrays).map_err(sweep_error)?)
+            }
+            TuttiDtype::TUTTI_DTYPE_COMPLEX128 => {
+                let arrays = dims_per_site
+                    .into_iter()
+                    .zip(data_per_site)
+                    .map(|(dims, values)| {
+                        let entries = values
+                            .chunks_exact(2)
+                            .map(|pair| Complex64::new(pair[0], pair[1]))
+                            .collect();
+                        (dims, entries)
+                    })
+                    .collect();
+                AnyTrain::Complex(TensorTrain::from_arrays(kind, arrays).map_err(sweep_error)?)
+            }
+        };
+        out.write(into_handle(train));
+        Ok(())
+    })
+}
+
+/// Opens the train in the directory `path` (`000.npy`, `001.npy`, ...: float64 or
+/// complex128, C order; 3 axes for an MPS, 4 for an MPO).
+///
+/// Only the headers are read now; the cores are read when the train is used, site by site,
+/// so a train larger than memory streams through `tutti_src`. The files must not change while
+/// the handle lives. `out` receives the handle, released with `tutti_train_free`.
+///
+/// Errors: NULL pointers; a missing directory or file, a file that is not `.npy`, truncated,
+/// of another dtype or in Fortran order (`TUTTI_ERROR_IO`); bonds that do not chain
+/// (`TUTTI_ERROR_INVALID_ARGUMENT`, naming the site).
+///
+/// # Safety
+/// `path` is NULL or a NUL-terminated string; `out` is NULL or valid for writing a pointer.
+#[no_mangle]
+pub unsafe extern "C" fn tutti_train_from_dir(
+    path: *const c_char,
+    out: *mut *mut TuttiTrain,
+) -> c_int {
+    ffi_call("tutti_train_from_dir", || {
+        // SAFETY: the caller's promises, checked for NULL and alignment by the helpers.
+        let (path, out) = unsafe { (input_str(path, "path")?, Out::new(out, "out")?) };
+        let train = NpyTrain::open(path).map_err(sweep_error)?;
+        out.write(into_handle(AnyTrain::Disk(train)));
+        Ok(())
+    })
+}
+
+/// Describes a train: `*kind` (a `TuttiTrainKind`), `*dtype` (a `TuttiDtype`) and `*n_sites`.
+/// Any output may be NULL when not wanted.
+///
+/// # Safety
+/// `train` is NULL or a live handle; each output is NULL or valid for writing an `int`.
+#[no_mangle]
+pub unsafe extern "C" fn tutti_train_info(
+    train: *const TuttiTrain,
+    kind: *mut c_int,
+    dtype: *mut c_int,
+    n_sites: *mut c_int,
+) -> c_int {
+    ffi_call("tutti_train_info", || {
+        // SAFETY: a live handle or NULL (the caller's promise).
+        let train = unsafe { train_ref(train, "train")? };
+        let sites = to_c_int(train.train.shapes().len(), "the number of sites")?;
+        let values = [
+            (
+                kind,
+                TuttiTrainKind::of(train.train.kind()) as c_int,
+                "kind",
+            ),
+            (dtype, train.train.dtype() as c_int, "dtype"),
+            (n_sites, sites, "n_sites"),
+        ];
+        let mut outs = Vec::new();
+        for (ptr, value, name) in values {
+            if !ptr.is_null() {
+                // SAFETY: not NULL, so valid for writing an int (the caller's promise).
+                outs.push((unsafe { Out::new(ptr, name)? }, value));
+            }
+        }
+        for (out, value) in outs {
+            out.write(value);
+        }
+        Ok(())
+    })
+}
+
+/// Writes every core's shape to the caller's array `shapes` of `len` ints: 3 per site for an
+/// MPS (Dl, d, Dr), 4 for an MPO (Dl, d_out, d_in, Dr), site 0 first, as
+/// `tutti_train_from_arrays` takes them. `len` must be exactly that (see `tutti_train_info`).
+///
+/// # Safety
+/// `train` is NULL or a live handle; `shapes` is NULL or valid for writing `len` ints.
+#[no_mangle]
+pub unsafe extern "C" fn tutti_train_shapes(
+    train: *const TuttiTrain,
+    shapes: *mut c_int,
+    len: usize,
+) -> c_int {
+    ffi_call("tutti_train_shapes", || {
+        // SAFETY: a live handle or NULL (the caller's promise).
+        let train = unsafe { train_ref(train, "train")? };
+        let kind = train.train.kind();
+        let mut values = Vec::new();
+        for shape in train.train.shapes() {
+            for d in shape.dims(kind) {
+                values.push(to_c_int(d, "a dimension")?);
+            }
+        }
+        if len != values.len() {
+            return Err(Error::invalid_argument(format!(
+                "argument `len` is {len}: this train needs exactly {} ints",
+                values.len()
+            )));
+        }
+        // SAFETY: valid for writing len ints (the caller's promise); checked by the helper.
+        let shapes = unsafe { output_slice(shapes, len, "shapes")? };
+        shapes.copy_from_slice(&values);
+        Ok(())
+    })
+}
+
+/// Copies site `site`'s core into the caller's array `data` of `len` doubles: C order, the
+/// product of the site's dims entries (see `tutti_train_shapes`), times 2 for complex128
+/// (interleaved re, im). `len` must be exactly that.
+///
+/// A train opened from a directory reads the files up to that site.
+///
+/// Errors: `site` out of range or a wrong `len` (`TUTTI_ERROR_INVALID_ARGUMENT`); an
+/// unreadable file (`TUTTI_ERROR_IO`).
+///
+/// # Safety
+/// `train` is NULL or a live handle; `data` is NULL or valid for writing `len` doubles.
+#[no_mangle]
+pub unsafe extern "C" fn tutti_train_site(
+    train: *const TuttiTrain,
+    site: c_int,
+    data: *mut f64,
+    len: usize,
+) -> c_int {
+    ffi_call("tutti_train_site", || {
+        // SAFETY: a live handle or NULL (the caller's promise).
+        let train = unsafe { train_ref(train, "train")? };
+        let shapes = train.train.shapes();
+        let site = index_in(site, shapes.len(), "site")?;
+        let needed = shapes[site].len() * train.train.dtype().width();
+        if len != needed {
+            return Err(Error::invalid_argument(format!(
+                "argument `len` is {len}: site {site} has exactly {needed} doubles"
+            )));
+        }
+        // SAFETY: valid for writing len doubles (the caller's promise); checked by the helper.
+        let data = unsafe { output_slice(data, len, "data")? };
+        match &train.train {
+            AnyTrain::Real(t) => data.copy_from_slice(&t.cores()[site].data),
+            AnyTrain::Complex(t) => copy_complex(&t.cores()[site].data, data),
+            AnyTrain::Disk(t) => {
+                if t.is_complex() {
+                    let core = nth_core::<Complex64>(t, site)?;
+                    copy_complex(&core.data, data);
+                } else {
+                    data.copy_from_slice(&nth_core::<f64>(t, site)?.data);
+                }
+            }
+        }
+        Ok(())
+    })
+}
+
+fn copy_complex(values: &[Complex64], out: &mut [f64]) {
+    for (pair, z) in out.chunks_exact_mut(2).zip(values) {
+        pair[0] = z.re;
+        pair[1] = z.im;
+    }
+}
+
+fn nth_core<T: Scalar>(train: &NpyTrain, site: usize) -> Result<Core<T>, Error>
+where
+    NpyTrain: Layer<T>,
+{
+    let mut stream = Layer::<T>::stream(train, false).map_err(sweep_error)?;
+    stream
+        .nth(site)
+        .ok_or_else(|| Error::invalid_argument(format!("site {site} is out of range")))?
+        .map_err(sweep_error)
+}
+
+/// Writes the train to the directory `path` in the `.npy` format (`000.npy`, ...), atomically:
+/// into a temporary sibling, then renamed. An existing `path` is replaced only if it holds
+/// nothing but `.npy` files.
+///
+/// Errors: NULL pointers; a directory that cannot be written or holds other files
+/// (`TUTTI_ERROR_IO`).
+///
+/// # Safety
+/// `train` is NULL or a live handle; `path` is NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn tutti_train_write_dir(
+    train: *const TuttiTrain,
+    path: *const c_char,
+) -> c_int {
+    ffi_call("tutti_train_write_dir", || {
+        // SAFETY: the caller's promises, checked by the helpers.
+        let (train, path) = unsafe { (train_ref(train, "train")?, input_str(path, "path")?) };
+        match &train.train {
+            AnyTrain::Real(t) => write_train(t, path),
+            AnyTrain::Complex(t) => write_train(t, path),
+            AnyTrain::Disk(t) if t.is_complex() => {
+                load::<Complex64>(t).and_then(|t| write_train(&t, path))
+            }
+            AnyTrain::Disk(t) => load::<f64>(t).and_then(|t| write_train(&t, path)),
+        }
+        .map_err(sweep_error)
+    })
+}
+
+/// Releases a train. `tutti_train_free(NULL)` is a no-op returning `TUTTI_OK`.
+///
+/// Errors: `TUTTI_ERROR_INVALID_ARGUMENT` for a pointer that is recognisably not a live
+/// handle (released already, or not made by tutti); it is then left alone.
+///
+/// # Safety
+/// `train` is NULL or a handle from tutti not yet released, and no other thread uses it.
+#[no_mangle]
+pub unsafe extern "C" fn tutti_train_free(train: *mut TuttiTrain) -> c_int {
+    ffi_call("tutti_train_free", || {
+        if train.is_null() {
+            return Ok(());
+        }
+        // SAFETY: a live handle (the caller's promise), checked as far as possible.
+        unsafe { train_ref(train, "train")? };
+        // SAFETY: made by Box::into_raw in into_handle and not released (checked above), so
+        // this is its one release. Clearing the marker first makes an immediate second
+        // release detectable in the common case.
+        unsafe {
+            (*train).marker = 0;
+            drop(Box::from_raw(train));
+        }
+        Ok(())
+    })
+}
+
+/// `*norm_out = ||train||` (the Frobenius norm for an MPO), by a QR sweep over the cores.
+///
+/// # Safety
+/// `train` is NULL or a live handle; `norm_out` is NULL or valid for writing a double.
+#[no_mangle]
+pub unsafe extern "C" fn tutti_train_norm(train: *const TuttiTrain, norm_out: *mut f64) -> c_int {
+    ffi_call("tutti_train_norm", || {
+        // SAFETY: the caller's promises, checked by the helpers.
+        let (train, out) = unsafe { (train_ref(train, "train")?, Out::new(norm_out, "norm_out")?) };
+        let value = match train.train.to_real() {
+            Some(real) => norm(&real.map_err(sweep_error)?),
+            None => norm(&train.train.to_complex().map_err(sweep_error)?),
+        };
+        out.write(value);
+        Ok(())
+    })
+}
+
+/// `*distance_out = ||a - b||`, by contraction (accurate even when `a` and `b` agree to
+/// rounding). A float64 train is compared with a complex128 one as complex.
+///
+/// Errors: trains of different kinds, lengths or physical dimensions
+/// (`TUTTI_ERROR_INVALID_ARGUMENT`).
+///
+/// # Safety
+/// `a` and `b` are NULL or live handles; `distance_out` is NULL or valid for writing a double.
+#[no_mangle]
+pub unsafe extern "C" fn tutti_train_distance(
+    a: *const TuttiTrain,
+    b: *const TuttiTrain,
+    distance_out: *mut f64,
+) -> c_int {
+    ffi_call("tutti_train_distance", || {
+        // SAFETY: the caller's promises, checked by the helpers.
+        let (a, b, out) = unsafe {
+            (
+                train_ref(a, "a")?,
+                train_ref(b, "b")?,
+                Out::new(distance_out, "distance_out")?,
+            )
+        };
+        if a.train.kind() != b.train.kind() {
+            return Err(Error::invalid_argument(
+                "`a` and `b` are of different kinds (an MPS and an MPO)",
+            ));
+        }
+        let value = match (a.train.to_real(), b.train.to_real()) {
+            (Some(x), Some(y)) => distance(&x.map_err(sweep_error)?, &y.map_err(sweep_error)?),
+            _ => distance(
+                &a.train.to_complex().map_err(sweep_error)?,
+                &b.train.to_complex().map_err(sweep_error)?,
+            ),
+        }
+        .map_err(sweep_error)?;
+        out.write(value);
+        Ok(())
+    })
+}
+
+/// Options of `tutti_src`. Start from `tutti_src_options_default` and set `chi_out`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TuttiSrcOptions {
+    /// The largest bond of the result (at least 1; the default, 0, must be replaced).
+    pub chi_out: c_int,
+    /// Extra sketch columns k: the sweep keeps bonds up to `chi_out + k`, then one SVD sweep
+    /// truncates to `chi_out` (default 0: plain SRC).
+    pub oversample: c_int,
+    /// Relative singular-value cutoff in [0, 1): the final SVD sweep (run when `oversample`
+    /// or `cutoff` is positive) keeps at each bond only `sigma_i > cutoff * sigma_0`
+    /// (default 0).
+    pub cutoff: f64,
+    /// The sketch's seed: the draws for sketch column j at site k depend only on
+    /// (seed, k, j), so the result does not depend on `devices` beyond rounding (default 0).
+    pub seed: u64,
+    /// Simulated (CPU) devices the sweep is split among, 1 to
+    /// `TUTTI_MAX_SIMULATED_DEVICES` (default 1).
+    pub devices: c_int,
+}
+
+impl Default for TuttiSrcOptions {
+    fn default() -> Self {
+        Self {
+            chi_out: 0,
+            oversample: 0,
+            cutoff: 0.0,
+            seed: 0,
+            devices: 1,
+        }
+    }
+}
+
+/// Writes the default SRC options to `*options`: `chi_out` 0 (set it), no oversampling, no
+/// cutoff, seed 0, 1 device.
+///
+/// # Safety
+/// `options` is NULL or valid for writing a `TuttiSrcOptions`.
+#[no_mangle]
+pub unsafe extern "C" fn tutti_src_options_default(options: *mut TuttiSrcOptions) -> c_int {
+    ffi_call("tutti_src_options_default", || {
+        // SAFETY: NULL or valid for writes (the caller's promise).
+        let out = unsafe { Out::new(options, "options")? };
+        out.write(TuttiSrcOptions::default());
+        Ok(())
+    })
+}
+
+/// Compresses the product of the stack of `n` trains to bonds <= `options->chi_out` by
+/// successive randomized compression (one randomized sweep, split among
+/// `options->devices` simulated devices by sketch columns).
+///
+/// `stack` is in mathematical order: `{u3, u2, u1, psi}` is U3·U2·U1|psi>. An MPS may only
+/// come first (a bra, not conjugated) or last (a ket); the result is an MPS if there is one,
+/// else an MPO. If any train is complex128, the product is computed in complex128 (float64
+/// trains promoted). The result is right-canonical (site 0 carries the norm); it equals the
+/// exact product (to rounding) when `chi_out + oversample` reaches every exact bond. Stacks of
+/// 2 sites are contracted exactly; 1 site is an error.
+///
+/// `out` receives the new train, released with `tutti_train_free`.
+///
+/// Errors: NULL pointers (`TUTTI_ERROR_NULL_POINTER`); `n` below 1, trains of different
+/// lengths, an MPS in the middle, mismatched physical legs, `chi_out` below 1, a negative
+/// `oversample`, a cutoff outside [0, 1), a device count out of range
+/// (`TUTTI_ERROR_INVALID_ARGUMENT`); a file of a directory train that turns out unreadable
+/// (`TUTTI_ERROR_IO`).
+///
+/// # Safety
+/// `stack` holds `n` live handles; `options` is NULL or valid for reading a
+/// `TuttiSrcOptions`; `out` is NULL or valid for writing a pointer.
+#[no_mangle]
+pub unsafe extern "C" fn tutti_src(
+    stack: *const *const TuttiTrain,
+    n: c_int,
+    options: *const TuttiSrcOptions,
+    out: *mut *mut TuttiTrain,
+) -> c_int {
+    ffi_call("tutti_src", || {
+        let count = positive_count(n, "n")?;
+        // SAFETY: the caller's promises, checked by the helpers.
+        let (handles, out) =
+            unsafe { (input_slice(stack, count, "stack")?, Out::new(out, "out")?) };
+        if options.is_null() {
+            return Err(Error::null_pointer("options"));
+        }
+        if !options.is_aligned() {
+            return Err(Error::invalid_argument("argument `options` is not aligned"));
+        }
+        // SAFETY: not NULL, aligned (checked above), valid for reading (the caller's promise).
+        let options = unsafe { *options };
+        let trains = handles
+            .iter()
+            .enumerate()
+            // SAFETY: each entry is a live handle (the caller's promise), checked by train_ref.
+            .map(|(i, &handle)| unsafe { train_ref(handle, &format!("stack[{i}]")) })
+            .collect::<Result<Vec<_>, _>>()?;
+        let chi_out = positive_count(options.chi_out, "options->chi_out")?;
+        let oversample = usize::try_from(options.oversample).map_err(|_| {
+            Error::invalid_argument(format!(
+                "options->oversample is {}: expected 0 or more",
+                options.oversample
+            ))
+        })?;
+        let devices = positive_count(options.devices, "options->devices")?;
+        if options.devices > TUTTI_MAX_SIMULATED_DEVICES {
+            return Err(Error::invalid_argument(format!(
+                "options->devices is {}: at most TUTTI_MAX_SIMULATED_DEVICES ({}) simulated \
+                 devices",
+                options.devices, TUTTI_MAX_SIMULATED_DEVICES
+            )));
+        }
+        let resources = Resources::cpu(devices);
+        // Open the devices once here, so a bad request gets the backend's status.
+        resources.select()?;
+        let src_options = SrcOptions::new(chi_out)
+            .with_oversample(oversample)
+            .with_cutoff(options.cutoff)
+            .with_seed(options.seed)
+            .with_resources(resources);
+        let real: Option<Vec<&dyn Layer<f64>>> =
+            trains.iter().map(|t| t.train.real_layer()).collect();
+        let result = match real {
+            Some(layers) => src(&layers, &src_options).map(|(t, _)| AnyTrain::Real(t)),
+            None => {
+                let promoted = trains
+                    .iter()
+                    .map(|t| complex_layer(&t.train))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(sweep_error)?;
+                let layers: Vec<&dyn Layer<Complex64>> =
+                    promoted.iter().map(ComplexLayer::as_layer).collect();
+                src(&layers, &src_options).map(|(t, _)| AnyTrain::Complex(t))
+            }
+        }
+        .map_err(sweep_error)?;
+        out.write(into_handle(result));
+        Ok(())
+    })
+}
+
+/// A train of a complex stack: borrowed where it is complex already or on disk (promoted
+/// while streaming), copied where a float64 train in memory must be promoted.
+enum ComplexLayer<'a> {
+    Borrowed(&'a dyn Layer<Complex64>),
+    Promoted(TensorTrain<Complex64>),
+}
+
+impl ComplexLayer<'_> {
+    fn as_layer(&self) -> &dyn Layer<Complex64> {
+        match self {
+            Self::Borrowed(layer) => *layer,
+            Self::Promoted(train) => train,
+        }
+    }
+}
+
+fn complex_layer(train: &AnyTrain) -> Result<ComplexLayer<'_>, SweepError> {
+    Ok(match train {
+        AnyTrain::Real(t) => ComplexLayer::Promoted(promote(t)?),
+        AnyTrain::Complex(t) => ComplexLayer::Borrowed(t),
+        AnyTrain::Disk(t) => ComplexLayer::Borrowed(t),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::boundary::last_error;
+    use std::ffi::CString;
+    use std::ptr;
+
+    /// Deterministic pseudo-random entries in [-1, 1).
+    fn entries(len: usize, salt: u64) -> Vec<f64> {
+        let mut state = salt.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        (0..len)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (state >> 11) as f64 / (1u64 << 52) as f64 - 1.0
+            })
+            .collect()
+    }
+
+    /// Shapes (axes per site) and data for a train of `n` sites, bond `bond`, physical dim 2.
+    fn arrays(kind: TrainKind, n: usize, bond: usize, width: usize) -> (Vec<c_int>, Vec<Vec<f64>>) {
+        let mut shapes = Vec::new();
+        let mut data = Vec::new();
+        for k in 0..n {
+            let left = if k == 0 { 1 } else { bond };
+            let right = if k + 1 == n { 1 } else { bond };
+            let dims: Vec<usize> = match kind {
+                TrainKind::Mps => vec![left, 2, right],
+                TrainKind::Mpo => vec![left, 2, 2, right],
+            };
+            shapes.extend(dims.iter().map(|&d| d as c_int));
+            data.push(entries(
+                dims.iter().product::<usize>() * width,
+                k as u64 + 7,
+            ));
+        }
+        (shapes, data)
+    }
+
+    fn make(kind: TrainKind, dtype: TuttiDtype, n: usize, bond: usize) -> *mut TuttiTrain {
+        let (shapes, data) = arrays(kind, n, bond, dtype.width());
+        let pointers: Vec<*const f64> = data.iter().map(|d| d.as_ptr()).collect();
+        let mut out = ptr::null_mut();
+        // SAFETY: arrays of the stated lengths; out is a local.
+        let status = unsafe {
+            tutti_train_from_arrays(
+                TuttiTrainKind::of(kind) as c_int,
+                dtype as c_int,
+                n as c_int,
+                shapes.as_ptr(),
+                pointers.as_ptr(),
+                &mut out,
+            )
+        };
+        assert_eq!(status, 0, "{}", last_error());
+        out
+    }
+
+    fn options(chi: c_int, devices: c_int) -> TuttiSrcOptions {
+        TuttiSrcOptions {
+            chi_out: chi,
+            devices,
+            seed: 3,
+            ..TuttiSrcOptions::default()
+        }
+    }
+
+    fn run_src(stack: &[*mut TuttiTrain], options: &TuttiSrcOptions) -> (c_int, *mut TuttiTrain) {
+        let stack: Vec<*const TuttiTrain> = stack.iter().map(|&p| p.cast_const()).collect();
+        let mut out = ptr::null_mut();
+        // SAFETY: live handles; out is a local.
+        let status = unsafe { tutti_src(stack.as_ptr(), stack.len() as c_int, options, &mut out) };
+        (status, out)
+    }
+
+    fn free(train: *mut TuttiTrain) {
+        // SAFETY: a live handle from this test, released once.
+        assert_eq!(unsafe { tutti_train_free(train) }, 0, "{}", last_error());
+    }
+
+    fn distance_of(a: *mut TuttiTrain, b: *mut TuttiTrain) -> f64 {
+        let mut d = -1.0;
+        // SAFETY: live handles; d is a local.
+        let status = unsafe { tutti_train_distance(a, b, &mut d) };
+        assert_eq!(status, 0, "{}", last_error());
+        d
+    }
+
+    fn norm_of(a: *mut TuttiTrain) -> f64 {
+        let mut value = -1.0;
+        // SAFETY: a live handle; value is a local.
+        assert_eq!(unsafe { tutti_train_norm(a, &mut value) }, 0);
+        value
+    }
+
+    /// The exact product `a b` as a new handle, contracted by the sweep crate.
+    fn exact_product_of(a: *mut TuttiTrain, b: *mut TuttiTrain) -> *mut TuttiTrain {
+        // SAFETY: live handles made by this test's `make`, not released yet.
+        let (a, b) = unsafe { (&(*a).train, &(*b).train) };
+        let product = match (a.real_layer(), b.real_layer()) {
+            (Some(x), Some(y)) => {
+                AnyTrain::Real(tutti_sweep::exact_product(&[x, y]).expect("product"))
+            }
+            _ => {
+                let (x, y) = (complex_layer(a).expect("x"), complex_layer(b).expect("y"));
+                let layers = [x.as_layer(), y.as_layer()];
+                AnyTrain::Complex(tutti_sweep::exact_product(&layers).expect("product"))
+            }
+        };
+        into_handle(product)
+    }
+
+    #[test]
+    fn src_with_a_wide_sketch_is_exact_on_any_device_count_real_and_complex() {
+        for dtype in [
+            TuttiDtype::TUTTI_DTYPE_FLOAT64,
+            TuttiDtype::TUTTI_DTYPE_COMPLEX128,
+        ] {
+            let h = make(TrainKind::Mpo, dtype, 5, 2);
+            let psi = make(TrainKind::Mps, dtype, 5, 3);
+            // The exact bonds of H psi are at most 2 x 3 = 6: chi 16 covers them.
+            let (status, one) = run_src(&[h, psi], &options(16, 1));
+            assert_eq!(status, 0, "{}", last_error());
+            let (status, two) = run_src(&[h, psi], &options(16, 2));
+            assert_eq!(status, 0, "{}", last_error());
+            // The exact product (bonds 2 x 3), contracted by the sweep crate.
+            let exact = exact_product_of(h, psi);
+            let scale = norm_of(exact);
+            assert!(scale > 0.0);
+            assert!(distance_of(one, exact) <= 1e-12 * scale);
+            assert!(distance_of(two, exact) <= 1e-12 * scale);
+            let mut kind = -1;
+            let mut dt = -1;
+            let mut sites = -1;
+            // SAFETY: a live handle and locals.
+            let status = unsafe { tutti_train_info(one, &mut kind, &mut dt, &mut sites) };
+            assert_eq!(status, 0);
+            assert_eq!(
+                (kind, dt, sites),
+                (TuttiTrainKind::TUTTI_TRAIN_MPS as c_int, dtype as c_int, 5)
+            );
+            for train in [h, psi, one, two, exact] {
+                free(train);
+            }
+        }
+    }
+
+    #[test]
+    fn shapes_and_sites_round_trip_through_arrays_and_directories() {
+        let dtype = TuttiDtype::TUTTI_DTYPE_COMPLEX128;
+        let (shapes, data) = arrays(TrainKind::Mpo, 4, 3, 2);
+        let train = make(TrainKind::Mpo, dtype, 4, 3);
+        let mut got = vec![0; shapes.len()];
+        // SAFETY: a live handle and an array of the stated length.
+        let status = unsafe { tutti_train_shapes(train, got.as_mut_ptr(), got.len()) };
+        assert_eq!(status, 0, "{}", last_error());
+        assert_eq!(got, shapes);
+        let dir = std::env::temp_dir().join(format!("tutti-capi-sweep-{}", std::process::id()));
+        let path = CString::new(dir.to_string_lossy().as_bytes()).expect("no NUL");
+        // SAFETY: a live handle and a C string.
+        assert_eq!(unsafe { tutti_train_write_dir(train, path.as_ptr()) }, 0);
+        let mut opened = ptr::null_mut();
+        // SAFETY: a C string and a local.
+        let status = unsafe { tutti_train_from_dir(path.as_ptr(), &mut opened) };
+        assert_eq!(status, 0, "{}", last_error());
+        for (site, expected) in data.iter().enumerate() {
+            for handle in [train, opened] {
+                let mut core = vec![0.0; expected.len()];
+                // SAFETY: a live handle and an array of the stated length.
+                let status = unsafe {
+                    tutti_train_site(handle, site as c_int, core.as_mut_ptr(), core.len())
+                };
+                assert_eq!(status, 0, "{}", last_error());
+                assert_eq!(&core, expected);
+            }
+        }
+        let mut short = vec![0.0; 3];
+        // SAFETY: as above.
+        let status = unsafe { tutti_train_site(train, 0, short.as_mut_ptr(), short.len()) };
+        assert_eq!(status, TuttiStatus::TUTTI_ERROR_INVALID_ARGUMENT.code());
+        assert!(
+            last_error().contains("exactly 24 doubles"),
+            "{}",
+            last_error()
+        );
+        // The same entries: the distance is rounding of the difference train's QR sweep.
+        assert!(distance_of(train, opened) <= 1e-13 * norm_of(train));
+        free(train);
+        free(opened);
+        std::fs::remove_dir_all(&dir).expect("cleanup");
+
+        let real = make(TrainKind::Mps, TuttiDtype::TUTTI_DTYPE_FLOAT64, 3, 2);
+        // SAFETY: a live handle and a C string.
+        assert_eq!(unsafe { tutti_train_write_dir(real, path.as_ptr()) }, 0);
+        let back: TensorTrain<f64> = tutti_sweep::read_train(&dir).expect("readable train");
+        assert_eq!(back.bonds(), vec![1, 2, 2, 1]);
+        free(real);
+        std::fs::remove_dir_all(&dir).expect("cleanup");
+    }
+
+    #[test]
+    fn bad_input_gets_a_status_and_a_message_naming_it() {
+        // A bond mismatch: site 1 has left bond 3, site 0 right bond 2.
+        let shapes: [c_int; 6] = [1, 2, 2, 3, 2, 1];
+        let (a, b) = (vec![0.5; 4], vec![0.5; 6]);
+        let cores = [a.as_ptr(), b.as_ptr()];
+        let mut out = ptr::null_mut();
+        // SAFETY: arrays of the stated lengths.
+        let status =
+            unsafe { tutti_train_from_arrays(0, 0, 2, shapes.as_ptr(), cores.as_ptr(), &mut out) };
+        assert_eq!(status, TuttiStatus::TUTTI_ERROR_INVALID_ARGUMENT.code());
+        let message = last_error();
+        assert!(message.contains("bond mismatch at site 1"), "{message}");
+        assert!(out.is_null(), "no output on failure");
+        // NaN, an unknown dtype, a zero dimension.
+        let nan = [f64::NAN, 1.0];
+        let single: [c_int; 3] = [1, 2, 1];
+        for (kind, dtype, shape, data, needle) in [
+            (0, 0, single, nan.as_ptr(), "not finite"),
+            (0, 7, single, nan.as_ptr(), "argument `dtype` is 7"),
+            (0, 0, [1, 0, 1], nan.as_ptr(), "dimension below 1"),
+            (3, 0, single, nan.as_ptr(), "argument `kind` is 3"),
+        ] {
+            let cores = [data];
+            // SAFETY: arrays of the stated lengths.
+            let status = unsafe {
+                tutti_train_from_arrays(kind, dtype, 1, shape.as_ptr(), cores.as_ptr(), &mut out)
+            };
+            assert_eq!(status, TuttiStatus::TUTTI_ERROR_INVALID_ARGUMENT.code());
+            assert!(last_error().contains(needle), "{}", last_error());
+        }
+        // SRC: an MPS in the middle, chi 0, NULL entries, too many devices.
+        let psi = make(TrainKind::Mps, TuttiDtype::TUTTI_DTYPE_FLOAT64, 4, 2);
+        let h = make(TrainKind::Mpo, TuttiDtype::TUTTI_DTYPE_FLOAT64, 4, 2);
+        let (status, result) = run_src(&[h, psi, h], &options(4, 1));
+        assert_eq!(status, TuttiStatus::TUTTI_ERROR_INVALID_ARGUMENT.code());
+        assert!(last_error().contains("invalid stack"), "{}", last_error());
+        assert!(result.is_null());
+        let (status, _) = run_src(&[h, psi], &options(0, 1));
+        assert_eq!(status, TuttiStatus::TUTTI_ERROR_INVALID_ARGUMENT.code());
+        assert!(
+            last_error().contains("options->chi_out"),
+            "{}",
+            last_error()
+        );
+        let (status, _) = run_src(&[h, psi], &options(4, 100_000));
+        assert_eq!(status, TuttiStatus::TUTTI_ERROR_INVALID_ARGUMENT.code());
+        let (status, _) = run_src(&[h, ptr::null_mut()], &options(4, 1));
+        assert_eq!(status, TuttiStatus::TUTTI_ERROR_NULL_POINTER.code());
+        assert!(last_error().contains("stack[1]"), "{}", last_error());
+        // A missing directory is an I/O error.
+        let missing = CString::new("/nonexistent/tutti/train").expect("no NUL");
+        // SAFETY: a C string and a local.
+        let status = unsafe { tutti_train_from_dir(missing.as_ptr(), &mut out) };
+        assert_eq!(status, TuttiStatus::TUTTI_ERROR_IO.code());
+        free(psi);
+        free(h);
+        // SAFETY: NULL is a no-op.
+        assert_eq!(unsafe { tutti_train_free(ptr::null_mut()) }, 0);
+    }
+
+    #[test]
+    fn a_mixed_stack_is_computed_in_complex() {
+        let h = make(TrainKind::Mpo, TuttiDtype::TUTTI_DTYPE_FLOAT64, 4, 2);
+        let psi = make(TrainKind::Mps, TuttiDtype::TUTTI_DTYPE_COMPLEX128, 4, 2);
+        let (status, out) = run_src(&[h, psi], &options(8, 1));
+        assert_eq!(status, 0, "{}", last_error());
+        let mut dtype = -1;
+        // SAFETY: a live handle; the other outputs NULL.
+        let status = unsafe { tutti_train_info(out, ptr::null_mut(), &mut dtype, ptr::null_mut()) };
+        assert_eq!(status, 0);
+        assert_eq!(dtype, TuttiDtype::TUTTI_DTYPE_COMPLEX128 as c_int);
+        for train in [h, psi, out] {
+            free(train);
+        }
+    }
+}

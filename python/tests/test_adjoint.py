@@ -1,0 +1,99 @@
+"""tutti.rhf_energy: water against PySCF, thread agreement, the JSON summary, errors."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import header_struct_fields
+
+import tutti
+
+# Water, r(OH) = 0.9572 A, angle(HOH) = 104.52 deg: the bohr coordinates of the reference
+# files in crates/tutti-adjoint/tests/data, times 0.52917721092 (PySCF's bohr), in Angstrom.
+WATER = """3
+water
+O 0.0 0.0 0.0
+H 0.0 0.7569503272636612 0.585882276618295
+H 0.0 -0.7569503272636612 0.585882276618295
+"""
+
+# PySCF 2.14.0 RHF energies (conv_tol 1e-12) of that water:
+# - h2o_sto3g.json "e_rhf", with PySCF's built-in sto-3g, written below as an NWChem file
+#   (the shipped basis_set_exchange export differs in the last digits, 2.4e-8 Eh here);
+# - h2o_def2tzvp.json "e_rhf", made from the shipped def2-tzvp file itself.
+PYSCF_STO3G = -74.96292824643292
+PYSCF_DEF2TZVP = -76.05904289524872
+
+PYSCF_STO3G_NWCHEM = """BASIS "ao basis" SPHERICAL
+H    S
+      3.42525091             0.15432897
+      0.62391373             0.53532814
+      0.16885540             0.44463454
+O    S
+    130.70932                0.15432897
+     23.808861               0.53532814
+      6.4436083              0.44463454
+O    SP
+      5.0331513             -0.09996723             0.15591627
+      1.1695961              0.39951283             0.60768372
+      0.3803890              0.70011547             0.39195739
+END
+"""
+
+
+def test_water_sto3g_matches_pyscf_and_threads_agree(tmp_path) -> None:
+    basis = tmp_path / "pyscf-sto3g.nw"
+    basis.write_text(PYSCF_STO3G_NWCHEM)
+    one = tutti.rhf_energy(WATER, str(basis), threads=1)
+    two = tutti.rhf_energy(WATER, str(basis), threads=2)
+    assert one.energy == pytest.approx(PYSCF_STO3G, abs=1e-8)
+    assert abs(two.energy - one.energy) < 1e-12
+    assert (one.nao, one.electrons, one.converged) == (7, 10, True)
+    assert one.electronic_energy + one.nuclear_repulsion == pytest.approx(one.energy, abs=1e-10)
+    assert two.summary["energy"] == two.energy
+    assert two.summary["nao"] == 7 and two.summary["threads"] == 2
+    assert two.summary["iterations"] == two.iterations
+    assert set(two.summary["timings"]) >= {"setup", "fock", "scf"}
+
+
+def test_water_def2tzvp_from_a_file_matches_pyscf(tmp_path) -> None:
+    xyz = tmp_path / "water.xyz"
+    xyz.write_text(WATER)
+    result = tutti.rhf_energy(xyz, "def2-tzvp")
+    assert result.energy == pytest.approx(PYSCF_DEF2TZVP, abs=1e-8)
+    assert result.nao == 43 and result.summary["basis"] == "def2-tzvp"
+    assert tutti.rhf_energy(str(xyz), "def2-tzvp").energy == pytest.approx(result.energy, abs=1e-10)
+
+
+def test_errors_raise_with_status_and_message(tmp_path) -> None:
+    with pytest.raises(tutti.TuttiError) as caught:
+        tutti.rhf_energy(WATER, "no-such-basis")
+    assert caught.value.status == tutti.Status.ERROR_INVALID_ARGUMENT
+    assert "unknown basis set `no-such-basis`" in caught.value.message
+    assert "def2-tzvp" in caught.value.message
+
+    with pytest.raises(tutti.TuttiError) as caught:
+        tutti.rhf_energy("1\n\nXx 0 0 0\n", "sto-3g")
+    assert caught.value.status == tutti.Status.ERROR_INVALID_ARGUMENT
+    assert "`Xx`" in caught.value.message
+
+    with pytest.raises(tutti.TuttiError) as caught:
+        tutti.rhf_energy(WATER, str(tmp_path / "missing" / "basis.nw"))
+    assert caught.value.status == tutti.Status.ERROR_IO
+
+    with pytest.raises(tutti.TuttiError) as caught:
+        tutti.rhf_energy(WATER, "sto-3g", max_iterations=2)
+    assert caught.value.status == tutti.Status.ERROR_NOT_CONVERGED
+    assert "did not converge in 2 iterations" in caught.value.message
+
+    with pytest.raises(tutti.TuttiError) as caught:
+        tutti.rhf_energy(WATER, "sto-3g", threads=-1)
+    assert "options->threads" in caught.value.message
+
+
+def test_rhf_structs_match_the_header(header: str) -> None:
+    assert header_struct_fields(header, "TuttiRhfOptions") == [
+        name for name, _ in tutti._CRhfOptions._fields_
+    ]
+    assert header_struct_fields(header, "TuttiRhfResult") == [
+        name for name, _ in tutti._CRhfResult._fields_
+    ]

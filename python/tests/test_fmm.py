@@ -1,0 +1,97 @@
+"""tutti.fmm against a direct sum written in numpy, and its error paths."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import header_struct_fields
+
+import tutti
+
+
+def numpy_direct(positions: np.ndarray, masses: np.ndarray, softening: float = 0.0):
+    """phi_i = -sum_{j != i} m_j / s_ij, a_i = -sum_{j != i} m_j (x_i - x_j) / s_ij^3, with
+    s_ij = sqrt(r_ij^2 + softening^2)."""
+    d = positions[:, None, :] - positions[None, :, :]
+    s2 = np.einsum("ijk,ijk->ij", d, d) + softening**2
+    np.fill_diagonal(s2, np.inf)
+    inv = 1.0 / np.sqrt(s2)
+    potential = -inv @ masses
+    accel = -np.einsum("ij,ijk->ik", masses[None, :] * inv**3, d)
+    return potential, accel
+
+
+def relative_l2(approx: np.ndarray, exact: np.ndarray) -> float:
+    return float(np.linalg.norm(approx - exact) / np.linalg.norm(exact))
+
+
+@pytest.fixture(scope="module")
+def bodies():
+    rng = np.random.default_rng(4)
+    positions = rng.normal(size=(1500, 3)) * [1.0, 1.0, 0.3]
+    masses = rng.uniform(0.5, 1.5, size=1500)
+    return positions, masses
+
+
+def test_fmm_matches_a_numpy_direct_sum(bodies) -> None:
+    positions, masses = bodies
+    exact_potential, exact_accel = numpy_direct(positions, masses)
+    potential, accel = tutti.fmm(positions, masses)
+    assert potential.shape == (1500,) and accel.shape == (1500, 3)
+    assert relative_l2(accel, exact_accel) < 1e-4
+    assert relative_l2(potential, exact_potential) < 1e-4
+    # Higher order, smaller theta: more accurate.
+    _, sharp = tutti.fmm(positions, masses, order=10, theta=0.4)
+    assert relative_l2(sharp, exact_accel) < 0.2 * relative_l2(accel, exact_accel)
+
+
+def test_devices_give_the_same_bits(bodies) -> None:
+    positions, masses = bodies
+    one = tutti.fmm(positions, masses, leaf_size=16)
+    three = tutti.fmm(positions, masses, leaf_size=16, devices=3)
+    assert np.array_equal(one[0], three[0]) and np.array_equal(one[1], three[1])
+
+
+def test_softening_and_the_direct_sum_entry(bodies) -> None:
+    positions, masses = bodies
+    positions = positions[:300].tolist()  # plain lists work too
+    masses = masses[:300]
+    exact_potential, exact_accel = numpy_direct(np.array(positions), masses, softening=0.05)
+    potential, accel = tutti.direct_sum(positions, masses, softening=0.05)
+    assert relative_l2(accel, exact_accel) < 1e-13
+    assert relative_l2(potential, exact_potential) < 1e-13
+    potential, accel = tutti.fmm(positions, masses, softening=0.05, f32_far_field=True)
+    assert relative_l2(accel, exact_accel) < 1e-4
+
+
+def test_zero_bodies_work() -> None:
+    potential, accel = tutti.fmm(np.zeros((0, 3)), np.zeros(0))
+    assert potential.shape == (0,) and accel.shape == (0, 3)
+
+
+def test_bad_input_raises_naming_the_argument(bodies) -> None:
+    positions, masses = bodies
+    bad = positions.copy()
+    bad[11, 0] = np.nan
+    with pytest.raises(tutti.TuttiError) as error:
+        tutti.fmm(bad, masses)
+    assert error.value.status == tutti.Status.ERROR_INVALID_ARGUMENT
+    assert "`positions` of body 11" in error.value.message
+    with pytest.raises(tutti.TuttiError, match="softening"):
+        tutti.fmm(positions, masses, softening=-1.0)
+    with pytest.raises(tutti.TuttiError, match="theta"):
+        tutti.fmm(positions, masses, theta=1.5)
+    with pytest.raises(tutti.TuttiError, match=r"shape \(N, 3\)"):
+        tutti.fmm(positions[:, :2], masses)
+    with pytest.raises(tutti.TuttiError, match="`masses` must have shape"):
+        tutti.fmm(positions, masses[:-1])
+    twins = positions.copy()
+    twins[8] = twins[2]
+    with pytest.raises(tutti.TuttiError, match="bodies 2 and 8"):
+        tutti.fmm(twins, masses)
+
+
+def test_python_fmm_options_layout_matches_the_header(header: str) -> None:
+    fields = [name for name, _ in tutti._CFmmOptions._fields_]
+    assert header_struct_fields(header, "TuttiFmmOptions") == fields
