@@ -40,6 +40,7 @@ use cudarc::driver::{CudaContext, CudaSlice, DriverError};
 
 use crate::buffer::CopyRoute;
 use crate::device::MemoryInfo;
+use crate::panic::panic_message;
 use crate::BackendError;
 
 /// The label of errors raised before a device is open.
@@ -77,17 +78,6 @@ fn driver_library() -> Result<(), BackendError> {
             device: DRIVER.into(),
             message,
         })
-}
-
-/// The text of a caught panic's payload.
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(text) = payload.downcast_ref::<&str>() {
-        (*text).to_string()
-    } else if let Some(text) = payload.downcast_ref::<String>() {
-        text.clone()
-    } else {
-        "unknown panic".to_string()
-    }
 }
 
 /// Runs `call` (which calls into the driver), turning a panic inside cudarc into an error.

@@ -24,6 +24,7 @@ mod cuda;
 mod device;
 mod element;
 mod error;
+mod panic;
 mod resources;
 mod stream;
 pub mod system;
@@ -34,6 +35,7 @@ pub use device::{
 };
 pub use element::{Element, Summable};
 pub use error::BackendError;
+pub use panic::panic_message;
 pub use resources::{gpu_count, DeviceRequest, KindRequest, Resources, MAX_SIMULATED_DEVICES};
 pub use stream::{Event, Stream};
 

@@ -26,11 +26,12 @@
 //! # assert_eq!(value, 42);
 //! ```
 
-use std::any::Any;
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int, CStr, CString};
 use std::mem::MaybeUninit;
 use std::panic::{self, AssertUnwindSafe};
+
+use tutti_backend::panic_message;
 
 use crate::status::{Error, TuttiStatus};
 
@@ -65,16 +66,6 @@ where
     };
     set_last_error(&format!("{function}: {}", error.message()));
     error.status().code()
-}
-
-fn panic_message(payload: &(dyn Any + Send)) -> &str {
-    if let Some(text) = payload.downcast_ref::<&str>() {
-        text
-    } else if let Some(text) = payload.downcast_ref::<String>() {
-        text
-    } else {
-        "a panic without a message"
-    }
 }
 
 /// Replaces the calling thread's last error message.

@@ -216,7 +216,7 @@ where
         };
         let outcome = match catch_unwind(AssertUnwindSafe(|| task(&item.input, &context))) {
             Ok(outcome) => outcome,
-            Err(payload) => Err(format!("panicked: {}", panic_text(payload.as_ref()))),
+            Err(payload) => Err(format!("panicked: {}", tutti_backend::panic_message(payload.as_ref()))),
         };
         let record = match outcome.and_then(|result| {
             serde_json::to_value(&result).map_err(|err| format!("result not storable: {err}"))
@@ -322,16 +322,6 @@ where
         outcome.records.push(record);
     }
     Ok(outcome)
-}
-
-fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(text) = payload.downcast_ref::<&str>() {
-        (*text).to_string()
-    } else if let Some(text) = payload.downcast_ref::<String>() {
-        text.clone()
-    } else {
-        "a panic with a non-text payload".into()
-    }
 }
 
 /// Counts of a ledger's tasks, for `tutti campaign status`.

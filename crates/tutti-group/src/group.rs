@@ -1,10 +1,9 @@
 //! Running a closure on every rank of a group, with abort on the first failure.
 
-use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Mutex;
 
-use tutti_backend::{BackendError, Device, Resources};
+use tutti_backend::{panic_message, BackendError, Device, Resources};
 
 use crate::comm::Comm;
 use crate::local::{LocalMailbox, SoloTransport};
@@ -78,7 +77,7 @@ impl Group {
                 Ok(Err(error)) => Err(RunError::Failed { rank: 0, error }),
                 Err(payload) => Err(RunError::Panicked {
                     rank: 0,
-                    message: panic_message(payload.as_ref()),
+                    message: panic_message(payload.as_ref()).to_string(),
                 }),
             };
         }
@@ -115,7 +114,7 @@ impl Group {
                             Err(payload) => {
                                 fail(RunError::Panicked {
                                     rank,
-                                    message: panic_message(payload.as_ref()),
+                                    message: panic_message(payload.as_ref()).to_string(),
                                 });
                                 None
                             }
@@ -158,13 +157,3 @@ impl Group {
     }
 }
 
-/// The text of a panic payload (`&str` or `String`), or a placeholder.
-fn panic_message(payload: &(dyn Any + Send)) -> String {
-    if let Some(text) = payload.downcast_ref::<&str>() {
-        (*text).to_string()
-    } else if let Some(text) = payload.downcast_ref::<String>() {
-        text.clone()
-    } else {
-        "a panic with a non-text payload".to_string()
-    }
-}
