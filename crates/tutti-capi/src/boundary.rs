@@ -288,7 +288,7 @@ mod tests {
 
         let status = ffi_call("tutti_boom", || std::panic::panic_any(12_u8));
         assert_eq!(status, TuttiStatus::TUTTI_ERROR_PANIC.code());
-        assert!(last_error_c().contains("a panic without a message"));
+        assert!(last_error_c().contains("a panic with a non-text payload"));
     }
 
     #[test]
