@@ -216,7 +216,10 @@ where
         };
         let outcome = match catch_unwind(AssertUnwindSafe(|| task(&item.input, &context))) {
             Ok(outcome) => outcome,
-            Err(payload) => Err(format!("panicked: {}", tutti_backend::panic_message(payload.as_ref()))),
+            Err(payload) => Err(format!(
+                "panicked: {}",
+                tutti_backend::panic_message(payload.as_ref())
+            )),
         };
         let record = match outcome.and_then(|result| {
             serde_json::to_value(&result).map_err(|err| format!("result not storable: {err}"))
