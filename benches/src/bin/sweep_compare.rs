@@ -8,11 +8,14 @@
 //!
 //! For each: both relative errors (SRC's against the exact product, by contraction), both
 //! times and their ratio, SRC on 1, 2 and 4 simulated devices, and the sweep's achieved
-//! GFLOP/s (a model count of its contractions, see [`sweep_flops`]) beside a faer GEMM of a
-//! similar shape timed in the same process.
+//! GFLOP/s (the flops of its contractions and QRs as the sweep runs them, see
+//! [`sweep_flops`]) beside a faer GEMM of the shape of its largest contractions, timed in the
+//! same process. The load average before and after goes into the results: on a shared host
+//! only the ratios within one run mean much.
 //!
-//! `cargo run --release -p tutti-benches --bin sweep_compare [-- --skip-exact-128]`
-//! (the exact baseline at D_psi = 128 contracts bonds of 640: tens of seconds on 2 cores).
+//! `cargo run --release -p tutti-benches --bin sweep_compare [-- --skip-exact-128]
+//! [--no-write]` (the exact baseline at D_psi = 128 contracts bonds of 640: several seconds
+//! on 2 cores; `--no-write` leaves `benches/results/sweep_compare.json` alone).
 
 use std::error::Error;
 use std::time::Instant;
@@ -71,31 +74,76 @@ fn random_train(
     Ok(TensorTrain::from_arrays(kind, cores)?)
 }
 
-/// A model count of the floating-point operations of one SRC sweep of width `s` over a stack
-/// (layer shapes per site, top layer first, an MPS last), counting the contractions that
-/// dominate: per site and layer, left to right `2 s B Dl Dr d_out d_in q` (B the bonds of the
-/// other layers, q the open sketch leg), the same again twice right to left (the sketched
-/// matrix Y and the projected environment S), the contractions with S (`2 s F chi p`, twice)
-/// and the QR of Y^T (`2 p chi s^2`).
+/// The floating-point operations of one SRC sweep of width `s` (f64, no oversampling) as
+/// `tutti-sweep` runs it, contraction by contraction (layer shapes per site, top layer
+/// first): left to right, the environment times the bottom core, then each layer above, then
+/// the sketch vectors; right to left, S times the cores bottom first (X), the sketched matrix
+/// Y = environment x X, the Householder QR of Y^T and its thin Q, and the next S = conj(Q^T)
+/// x X; site 0 is X alone. A GEMM (m x k)(k x n) counts 2mnk.
 fn sweep_flops(shapes: &[Vec<CoreShape>], s: usize) -> f64 {
     let sites = shapes[0].len();
     let depth = shapes.len();
+    let s = s as f64;
     let mut total = 0.0;
-    for k in 0..sites {
-        let at: Vec<CoreShape> = shapes.iter().map(|layer| layer[k]).collect();
-        let out_phys = at[0].d_out as f64;
-        let right_bonds: f64 = at.iter().map(|c| c.right as f64).product();
-        let chi = (s as f64).min(right_bonds * out_phys);
-        for l in 0..depth {
-            let others: f64 = at[..l].iter().map(|c| c.left as f64).product::<f64>()
-                * at[l + 1..].iter().map(|c| c.right as f64).product::<f64>();
-            let core = (at[l].left * at[l].right * at[l].d_out * at[l].d_in) as f64;
-            let open = if l == 0 { 1.0 } else { out_phys };
-            total += 2.0 * s as f64 * others * core * open; // left to right
-            total += 2.0 * 2.0 * s as f64 * others * core; // Y and the projection of S
+    let at = |k: usize| -> Vec<CoreShape> { shapes.iter().map(|layer| layer[k]).collect() };
+    // Physical leg l at a site: P_0 the stack's output, P_L its input.
+    let leg = |c: &[CoreShape], l: usize| -> f64 {
+        if l == depth {
+            c[depth - 1].d_in as f64
+        } else {
+            c[l].d_out as f64
         }
-        total += 2.0 * 2.0 * s as f64 * right_bonds * chi * out_phys;
-        total += 2.0 * out_phys * chi * (s as f64) * (s as f64);
+    };
+    let prod = |c: &[CoreShape], f: &dyn Fn(&CoreShape) -> usize| -> f64 {
+        c.iter().map(|x| f(x) as f64).product()
+    };
+    // Left to right.
+    for k in 0..sites - 1 {
+        let c = at(k);
+        let bottom = depth - 1;
+        let lefts = prod(&c, &|x| x.left);
+        let (p_in, out_leg) = (leg(&c, depth), leg(&c, bottom));
+        total += 2.0 * s * lefts * out_leg * p_in * c[bottom].right as f64;
+        let mut size = s * lefts / c[bottom].left as f64 * out_leg * p_in * c[bottom].right as f64;
+        for l in (0..bottom).rev() {
+            total += 2.0 * size * leg(&c, l) * c[l].right as f64;
+            size = size / (c[l].left as f64 * leg(&c, l + 1)) * leg(&c, l) * c[l].right as f64;
+        }
+        total += 2.0 * size;
+    }
+    // Right to left.
+    let mut chi = 1.0f64;
+    let mut caps = Vec::with_capacity(sites);
+    let mut phys_product = 1.0f64;
+    for k in 0..sites {
+        let c = at(k);
+        caps.push(phys_product.min(prod(&c, &|x| x.left)));
+        phys_product *= leg(&c, 0) * leg(&c, depth);
+    }
+    for k in (0..sites).rev() {
+        let c = at(k);
+        let bottom = depth - 1;
+        let rights = prod(&c, &|x| x.right);
+        let lefts = prod(&c, &|x| x.left);
+        let p = leg(&c, 0) * leg(&c, depth);
+        total += 2.0 * chi * rights * c[bottom].left as f64 * leg(&c, bottom) * leg(&c, depth);
+        let mut size = chi * rights / c[bottom].right as f64
+            * leg(&c, bottom)
+            * c[bottom].left as f64
+            * leg(&c, depth);
+        for l in (0..bottom).rev() {
+            total += 2.0 * size * leg(&c, l) * c[l].left as f64;
+            size = size / (c[l].right as f64 * leg(&c, l + 1)) * leg(&c, l) * c[l].left as f64;
+        }
+        if k == 0 {
+            break;
+        }
+        let m = p * chi;
+        let r = s.min(m).min(caps[k]);
+        total += 2.0 * s * lefts * m; // Y
+        total += 2.0 * (2.0 * m * r * r - 2.0 * r * r * r / 3.0); // QR and its thin Q
+        total += 2.0 * r * m * lefts; // next S
+        chi = r;
     }
     total
 }
@@ -126,7 +174,8 @@ struct Case {
     name: String,
     layers: Vec<TensorTrain<f64>>,
     chi: usize,
-    /// The GEMM shape standing for the sweep's typical contraction.
+    /// The GEMM shape of the sweep's largest contractions (the sketched matrix: sketch
+    /// columns x fused left bond x one output leg's block of X), the rate reference.
     gemm: (usize, usize, usize),
 }
 
@@ -144,7 +193,7 @@ fn run_case(case: &Case, skip_exact: bool) -> Result<Value, Box<dyn Error>> {
     let (m, k, n) = case.gemm;
     let gemm = gemm_rate(m, k, n);
     println!(
-        "  SRC (plain path, all cores): {src_seconds:.3} s, {:.2} GFLOP model, {sweep_rate:.2} \
+        "  SRC (plain path, all cores): {src_seconds:.3} s, {:.2} GFLOP counted, {sweep_rate:.2} \
          GFLOP/s; faer GEMM {m}x{k}x{n}: {gemm:.2} GFLOP/s (sweep at {:.0}% of GEMM)",
         flops / 1e9,
         100.0 * sweep_rate / gemm
@@ -168,7 +217,7 @@ fn run_case(case: &Case, skip_exact: bool) -> Result<Value, Box<dyn Error>> {
     }
     let mut row = json!({
         "case": case.name, "layer_bonds": bonds, "chi": case.chi,
-        "src_seconds": src_seconds, "src_model_gflop": flops / 1e9,
+        "src_seconds": src_seconds, "src_gflop": flops / 1e9,
         "src_gflops": sweep_rate, "gemm_shape": [m, k, n], "gemm_gflops": gemm,
         "devices": devices_rows,
     });
@@ -200,8 +249,33 @@ fn run_case(case: &Case, skip_exact: bool) -> Result<Value, Box<dyn Error>> {
     Ok(row)
 }
 
+/// The 1-, 5- and 15-minute load averages (Linux), if readable.
+fn load_average() -> Option<Vec<f64>> {
+    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
+    text.split_whitespace()
+        .take(3)
+        .map(|x| x.parse().ok())
+        .collect()
+}
+
+const USAGE: &str = "usage: sweep_compare [--skip-exact-128] [--no-write]
+  --skip-exact-128  skip the exact baseline at D_psi = 128 (slow machines)
+  --no-write        print only; leave benches/results/sweep_compare.json alone";
+
 fn main() -> Result<(), Box<dyn Error>> {
-    let skip_exact_128 = std::env::args().any(|a| a == "--skip-exact-128");
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(bad) = args
+        .iter()
+        .find(|a| !matches!(a.as_str(), "--skip-exact-128" | "--no-write"))
+    {
+        if bad != "--help" && bad != "-h" {
+            eprintln!("unknown argument {bad}");
+        }
+        println!("{USAGE}");
+        return Ok(());
+    }
+    let skip_exact_128 = args.iter().any(|a| a == "--skip-exact-128");
+    let write = !args.iter().any(|a| a == "--no-write");
     let n = 32;
     let h = heisenberg_xxz(n, 1.0, 0.5, 0.0)?;
     let mut cases = Vec::new();
@@ -210,7 +284,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             name: format!("Heisenberg XXZ (n = {n}) x random MPS, D_psi = {d_psi}"),
             layers: vec![h.clone(), random_train(n, d_psi, false, d_psi as u64)?],
             chi: d_psi,
-            gemm: (d_psi * 5 * 2, d_psi, 2 * d_psi),
+            gemm: (d_psi, 5 * d_psi, d_psi),
         });
     }
     cases.push(Case {
@@ -222,7 +296,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             random_train(16, 16, false, 14)?,
         ],
         chi: 64,
-        gemm: (64 * 27 * 2, 16, 32),
+        gemm: (64, 27 * 16, 64),
     });
     cases.push(Case {
         name: format!("random MPO (D_H = 8) x random MPS (D_psi = 64), n = {n}"),
@@ -231,18 +305,27 @@ fn main() -> Result<(), Box<dyn Error>> {
             random_train(n, 64, false, 22)?,
         ],
         chi: 64,
-        gemm: (64 * 8 * 2, 64, 128),
+        gemm: (64, 8 * 64, 64),
     });
     println!(
         "sweep_compare: SRC vs contract-then-truncate, {} cores",
         tutti_backend::system::host_cores()
     );
+    let load_before = load_average();
+    println!("load average before: {load_before:?}");
     let mut rows = Vec::new();
     for case in &cases {
         let skip = skip_exact_128 && case.chi == 128;
         rows.push(run_case(case, skip)?);
     }
-    let path = write_results("sweep_compare", json!({ "cases": rows }))?;
-    println!("\nresults: {}", path.display());
+    let load_after = load_average();
+    println!("\nload average after: {load_after:?}");
+    if write {
+        let results = json!({
+            "cases": rows, "load_average_before": load_before, "load_average_after": load_after,
+        });
+        let path = write_results("sweep_compare", results)?;
+        println!("results: {}", path.display());
+    }
     Ok(())
 }

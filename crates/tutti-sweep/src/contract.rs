@@ -39,7 +39,7 @@ pub fn exact_product<T: Scalar>(layers: &[&dyn Layer<T>]) -> Result<TensorTrain<
     let mut cores = Vec::with_capacity(stack.sites);
     for site in 0..stack.sites {
         let site_cores = reader.next_site(site)?;
-        let product = site_product(&stack, &site_cores, Par::Seq);
+        let product = site_product(&stack, &site_cores, faer::get_global_parallelism());
         let left = stack.fused_left(site);
         let right: usize = stack.shapes.iter().map(|s| s[site].right).product();
         let shape = stack.out_shape(site, left, right);

@@ -11,13 +11,12 @@ use faer::Par;
 use tutti_backend::Element;
 use tutti_group::Comm;
 
-use crate::contract::site_product;
 use crate::layer::Layer;
 use crate::linalg::qr_q_transposed;
 use crate::sketch::{block, sketch_block};
 use crate::src::{Pass, ProgressFn, SweepProgress};
 use crate::stack::{Stack, StackReader};
-use crate::tensor::{Axis, Tensor};
+use crate::tensor::{contract_strided, Axis, Buffers, Tensor};
 use crate::train::{Core, TensorTrain};
 use crate::{Scalar, SweepError};
 
@@ -85,26 +84,128 @@ pub(crate) struct SweepPlan<'a> {
     pub progress: Option<&'a ProgressFn>,
 }
 
-/// `env (Col x D)` times `g (Col x p)` column by column: axes `[Col, Left.., Phys(0), Phys(L)]`.
-fn attach_sketch<T: Scalar>(env: &Tensor<T>, g: &[T], stack: &Stack, site: usize) -> Tensor<T> {
-    let cols = env.dims[0];
-    let fused: usize = env.dims[1..].iter().product();
-    let (d_out, d_in) = stack.out_phys(site);
-    let p = d_out * d_in;
-    let mut data = Vec::with_capacity(cols * fused * p);
-    for c in 0..cols {
-        let gc = &g[c * p..(c + 1) * p];
-        for &e in &env.data[c * fused..(c + 1) * fused] {
-            data.extend(gc.iter().map(|&x| e * x));
+/// A sketched environment `env` (`[Col, Left(0), ..., Left(L-1)]`) times every layer's core
+/// at one site, the bottom layer first: axes
+/// `[Phys(0), Right(0), ..., Right(L-2), Col, Phys(L), Right(L-1)]`.
+///
+/// The bottom layer (the state, with the largest bond) meets the environment in a few large
+/// GEMMs (one per index of the upper layers' bonds and its output leg); each layer above then
+/// acts on the leading axes of the intermediate, one GEMM over all the rest. No large
+/// intermediate is permuted.
+fn env_times_cores<T: Scalar>(
+    env: &Tensor<T>,
+    cores: &[Tensor<T>],
+    par: Par,
+    buffers: &mut Buffers<T>,
+) -> Tensor<T> {
+    let depth = cores.len();
+    let bottom = depth - 1;
+    let mut tail = vec![Axis::Col, Axis::Phys(depth), Axis::Right(bottom)];
+    let mut out: Vec<Axis> = (0..bottom).map(Axis::Left).collect();
+    out.push(Axis::Phys(bottom));
+    out.extend(tail.iter().copied());
+    let mut t = contract_strided(env, false, &cores[bottom], &out, par, buffers);
+    for l in (0..bottom).rev() {
+        let mut out: Vec<Axis> = (0..l).map(Axis::Left).collect();
+        out.extend([Axis::Phys(l), Axis::Right(l)]);
+        out.extend(tail.iter().copied());
+        let next = contract_strided(&t, false, &cores[l], &out, par, buffers);
+        buffers.give(std::mem::replace(&mut t, next).data);
+        tail.insert(0, Axis::Right(l));
+    }
+    t
+}
+
+/// `t` (`[Phys(0), Right(0), .., Right(L-2), Col, Phys(L), Right(L-1)]`, from
+/// [`env_times_cores`]) contracted with this rank's sketch vectors `g` (row-major
+/// `Col x (d_out d_in)`) column by column: the next environment,
+/// `[Col, Left(0), ..., Left(L-1)]` (the right bonds renamed for the next site).
+fn apply_sketch<T: Scalar>(t: &Tensor<T>, g: &[T], depth: usize, par: Par) -> Tensor<T> {
+    let d_out = t.dims[0];
+    let middle: usize = t.dims[1..depth].iter().product();
+    let (cols, d_in, inner) = (t.dims[depth], t.dims[depth + 1], t.dims[depth + 2]);
+    let mut data = vec![T::zero(); cols * middle * inner];
+    // Each result row is finished while it is in cache: its d_out * d_in terms are summed
+    // one after the other (in the same order whatever the threads).
+    let column = |c: usize, out_c: &mut [T]| {
+        for x in 0..middle {
+            let out_row = &mut out_c[x * inner..(x + 1) * inner];
+            for a in 0..d_out {
+                for b in 0..d_in {
+                    let coefficient = g[(c * d_out + a) * d_in + b];
+                    let start = (((a * middle + x) * cols + c) * d_in + b) * inner;
+                    for (o, &v) in out_row.iter_mut().zip(&t.data[start..start + inner]) {
+                        *o += coefficient * v;
+                    }
+                }
+            }
+        }
+    };
+    let per_column = (middle * inner).max(1);
+    match par {
+        Par::Rayon(threads) if threads.get() > 1 && cols > 1 => {
+            use rayon::prelude::*;
+            data.par_chunks_mut(per_column)
+                .enumerate()
+                .with_min_len(cols.div_ceil(threads.get()))
+                .for_each(|(c, out_c)| column(c, out_c));
+        }
+        _ => {
+            for (c, out_c) in data.chunks_mut(per_column).enumerate() {
+                column(c, out_c);
+            }
         }
     }
-    let mut dims = env.dims.clone();
-    dims.push(d_out);
-    dims.push(d_in);
-    let mut axes = env.axes.clone();
-    axes.push(Axis::Phys(0));
-    axes.push(Axis::Phys(stack.depth()));
+    let mut dims = vec![cols];
+    dims.extend_from_slice(&t.dims[1..depth]);
+    dims.push(inner);
+    let mut axes = vec![Axis::Col];
+    axes.extend((0..depth).map(Axis::Left));
     Tensor::new(data, dims, axes)
+}
+
+/// The projected right environment `s_env` (`[Bond, Right(0), ..., Right(L-1)]`) times every
+/// layer's core at one site, the bottom layer first: `[Phys(0), Left(0), ..., Left(L-1),
+/// Phys(L), Bond]`, the stacked cores at the site contracted with S.
+///
+/// It does not depend on the sketch columns, so both the sketched matrix (environment times
+/// it) and the next S (the new core times it) come from it by one GEMM each.
+fn s_times_cores<T: Scalar>(
+    s_env: &Tensor<T>,
+    cores: &[Tensor<T>],
+    par: Par,
+    buffers: &mut Buffers<T>,
+) -> Tensor<T> {
+    let depth = cores.len();
+    // Layer l's result: the remaining right bonds with this layer's output leg placed just
+    // before Right(l-1), so that the next layer's summed axes (Phys(l), Right(l-1)) lie
+    // together as in its core and neither operand is permuted; then Left(l) and the tail.
+    let order = |l: usize, tail: &[Axis]| -> Vec<Axis> {
+        let mut out: Vec<Axis> = (0..l.saturating_sub(1)).map(Axis::Right).collect();
+        out.push(Axis::Phys(l));
+        if l >= 1 {
+            out.push(Axis::Right(l - 1));
+        }
+        out.push(Axis::Left(l));
+        out.extend(tail.iter().copied());
+        out
+    };
+    let mut tail = vec![Axis::Phys(depth), Axis::Bond];
+    let bottom = depth - 1;
+    let mut x = contract_strided(
+        s_env,
+        false,
+        &cores[bottom],
+        &order(bottom, &tail),
+        par,
+        buffers,
+    );
+    for l in (0..bottom).rev() {
+        tail.insert(0, Axis::Left(l + 1));
+        let next = contract_strided(&x, false, &cores[l], &order(l, &tail), par, buffers);
+        buffers.give(std::mem::replace(&mut x, next).data);
+    }
+    x
 }
 
 fn report(progress: Option<&ProgressFn>, rank: usize, pass: Pass, site: usize, sites: usize) {
@@ -124,15 +225,16 @@ pub(crate) fn sweep_rank<T: Scalar, X: Exchange>(
     let (n, depth, par) = (stack.sites, stack.depth(), plan.par);
     let (rank, size) = (exchange.rank(), exchange.size());
     let columns = block(plan.width, size, rank);
-    let left_axes = stack.left_axes();
     let right_axes = stack.right_axes();
 
     // Left to right: this rank's columns of the sketched environments envs[k], left of site k.
     let mut env_axes = vec![Axis::Col];
-    env_axes.extend(left_axes.iter().copied());
+    env_axes.extend(stack.left_axes());
     let mut env_dims = vec![1; depth + 1];
     env_dims[0] = columns.len();
     let mut envs = Vec::with_capacity(n);
+    // Intermediates of one site, reused at the next (same shapes in the bulk of the train).
+    let mut buffers = Buffers::default();
     envs.push(Tensor::new(
         vec![T::one(); columns.len()],
         env_dims,
@@ -144,23 +246,16 @@ pub(crate) fn sweep_rank<T: Scalar, X: Exchange>(
             report(plan.progress, rank, Pass::Sketch, site, n);
             let cores = reader.next_site(site)?;
             let g = sketch_block::<T>(plan.seed, site, columns.clone(), stack.phys(site));
-            let mut z = attach_sketch(&envs[site], &g, stack, site);
-            for core in cores.iter().rev() {
-                z = z.contract(core, par);
-            }
-            let mut order = vec![Axis::Col];
-            order.extend(right_axes.iter().copied());
-            let mut next = z.permuted(&order);
-            for l in 0..depth {
-                next = next.rename(Axis::Right(l), Axis::Left(l));
-            }
-            envs.push(next);
+            let t = env_times_cores(&envs[site], &cores, par, &mut buffers);
+            envs.push(apply_sketch(&t, &g, depth, par));
+            buffers.give(t.data);
         }
     }
 
-    // Right to left: sketch, QR at rank 0, projected environment S.
-    let mut s_axes = right_axes.clone();
-    s_axes.push(Axis::Bond);
+    // Right to left: sketch, QR at rank 0, projected environment S (`[Bond, Right(0..L)]`,
+    // Bond the new core's left bond at the site to the right).
+    let mut s_axes = vec![Axis::Bond];
+    s_axes.extend(right_axes.iter().copied());
     let mut s_env = Tensor::<T>::unit(s_axes);
     let mut out: Vec<Option<Core<T>>> = vec![None; n];
     let mut chi_right = 1usize;
@@ -178,27 +273,38 @@ pub(crate) fn sweep_rank<T: Scalar, X: Exchange>(
         let phys = d_out * d_in;
         let row_width = phys * chi_right;
 
-        // This rank's rows of the sketched matrix Y (columns x phys*chi_right).
-        let mut y = envs[site].clone();
-        for core in cores.iter().rev() {
-            y = y.contract(core, par);
+        // The stacked cores times S, then this rank's rows of the sketched matrix Y
+        // (columns x phys*chi_right).
+        let x = s_times_cores(&s_env, &cores, par, &mut buffers);
+        let y = envs[site]
+            .contract_as(
+                &x,
+                &[Axis::Phys(0), Axis::Col, Axis::Phys(depth), Axis::Bond],
+                par,
+            )
+            .permuted(&[Axis::Col, Axis::Phys(0), Axis::Phys(depth), Axis::Bond]);
+        for done in envs.drain(site..) {
+            buffers.give(done.data);
         }
-        let y = y.contract(&s_env, par).permuted(&[
-            Axis::Col,
-            Axis::Phys(0),
-            Axis::Phys(depth),
-            Axis::Bond,
-        ]);
-        envs.truncate(site);
 
         // Rank 0: Y^T = Q R; the new core is Q^T (rank x phys*chi_right), right-orthonormal.
         let gathered = exchange.gather(&y.data)?;
+        drop(y);
         let blocks = match gathered {
             Some(sketch) => {
                 let rank_k = plan.width.min(row_width).min(left_caps[site]);
                 // Row-major Y (width x row_width) is column-major Y^T; its first rank_k
                 // columns are the first rank_k sketch columns.
-                let v = qr_q_transposed(&sketch[..rank_k * row_width], row_width, rank_k);
+                // faer's blocked QR synchronises its threads per panel: below some tens of
+                // MFLOP a second thread costs more than it gains (measured on the 2-core
+                // development host, XXZ x MPS at D_psi = 128: the 31 QRs of 256 x 128 took
+                // 74-101 ms on two threads, 26-31 ms on one).
+                let qr_par = if row_width * rank_k * rank_k >= 1 << 24 {
+                    par
+                } else {
+                    Par::Seq
+                };
+                let v = qr_q_transposed(&sketch[..rank_k * row_width], row_width, rank_k, qr_par);
                 let blocks: Vec<Vec<T>> = (0..size)
                     .map(|r| {
                         let rows = block(rank_k, size, r);
@@ -216,43 +322,36 @@ pub(crate) fn sweep_rank<T: Scalar, X: Exchange>(
         let my_rows = exchange.scatter(blocks.as_deref())?;
         let count = my_rows.len() / row_width.max(1);
 
-        // This rank's rows of the next S: S[a, r] = sum W[a, p, b] S_old[b, c] conj(V[r, p, c]).
+        // This rank's rows of the next S: S[r, a] = sum_{p, c} conj(V[r, p, c]) X[p, a, c].
         let v = Tensor::new(
             my_rows,
             vec![count, d_out, d_in, chi_right],
             vec![Axis::Row, Axis::Phys(0), Axis::Phys(depth), Axis::Bond],
-        )
-        .conj();
-        let mut t = s_env.contract(&v, par);
-        for core in &cores {
-            t = t.contract(core, par);
-        }
+        );
         let mut order = vec![Axis::Row];
-        order.extend(left_axes.iter().copied());
-        let mine = t.permuted(&order);
+        order.extend(stack.left_axes());
+        let mine = contract_strided(&v, true, &x, &order, par, &mut buffers);
+        buffers.give(x.data);
+        drop(v);
         let all_rows = exchange.allgather_concat(&mine.data)?;
+        buffers.give(mine.data);
         let fused_left = stack.fused_left(site);
         let rank_k = all_rows.len() / fused_left.max(1);
         let mut dims = vec![rank_k];
         dims.extend(stack.shapes.iter().map(|s| s[site].left));
-        let mut next = Tensor::new(all_rows, dims, order);
-        let mut s_order = left_axes.clone();
-        s_order.push(Axis::Row);
-        next = next.permuted(&s_order);
-        for l in 0..depth {
-            next = next.rename(Axis::Left(l), Axis::Right(l));
-        }
-        s_env = next.rename(Axis::Row, Axis::Bond);
+        let mut axes = vec![Axis::Bond];
+        axes.extend(right_axes.iter().copied());
+        s_env = Tensor::new(all_rows, dims, axes);
         chi_right = rank_k;
     }
 
-    // Site 0 carries the norm: the exact product core times S.
+    // Site 0 carries the norm: the stacked cores times S (left bonds 1).
     let cores = reader.next_site(0)?;
     report(plan.progress, rank, Pass::Orthogonalize, 0, n);
     if rank != 0 {
         return Ok(None);
     }
-    let first = site_product(stack, &cores, par).contract(&s_env, par);
+    let first = s_times_cores(&s_env, &cores, par, &mut buffers);
     out[0] = Some(Core {
         shape: stack.out_shape(0, 1, chi_right),
         data: first.data,

@@ -1,7 +1,7 @@
 //! The optimal baseline: contract the stack exactly, then truncate by SVD; and the
 //! canonicalisation and truncation sweeps shared with SRC.
 
-use faer::Par;
+use faer::get_global_parallelism;
 
 use crate::contract::exact_product;
 use crate::layer::Layer;
@@ -90,7 +90,17 @@ fn absorb_left<T: Scalar>(m: &[T], rows: usize, core: &Core<T>) -> Core<T> {
     let s = core.shape;
     let width = s.phys() * s.right;
     let mut data = vec![T::zero(); rows * width];
-    gemm_row_major(&mut data, m, &core.data, rows, s.left, width, Par::Seq);
+    // The same parallelism as the QR and SVD of these sweeps (faer's global setting): the
+    // baseline should not be held to one thread where SRC uses them all.
+    gemm_row_major(
+        &mut data,
+        m,
+        &core.data,
+        rows,
+        s.left,
+        width,
+        get_global_parallelism(),
+    );
     Core {
         shape: CoreShape { left: rows, ..s },
         data,
@@ -102,7 +112,15 @@ fn absorb_right<T: Scalar>(core: &Core<T>, m: &[T], cols: usize) -> Core<T> {
     let s = core.shape;
     let height = s.left * s.phys();
     let mut data = vec![T::zero(); height * cols];
-    gemm_row_major(&mut data, &core.data, m, height, s.right, cols, Par::Seq);
+    gemm_row_major(
+        &mut data,
+        &core.data,
+        m,
+        height,
+        s.right,
+        cols,
+        get_global_parallelism(),
+    );
     Core {
         shape: CoreShape { right: cols, ..s },
         data,

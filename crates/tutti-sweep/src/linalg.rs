@@ -1,6 +1,9 @@
 //! Thin QR and SVD of row-major matrices (faer underneath).
 
-use faer::MatRef;
+use faer::dyn_stack::{MemBuffer, MemStack};
+use faer::linalg::householder;
+use faer::linalg::qr::no_pivoting::factor;
+use faer::{Conj, Mat, MatRef, Par};
 
 use crate::{Scalar, SweepError};
 
@@ -30,20 +33,52 @@ pub(crate) fn qr<T: Scalar>(a: &[T], m: usize, n: usize) -> (Vec<T>, Vec<T>) {
     (q_out, r_out)
 }
 
-/// The orthonormal factor alone of a thin QR of the column-major `m x n` matrix `a`, returned
-/// transposed: row-major `r x m` with `r = min(m, n)`; row i is the i-th column of Q.
-pub(crate) fn qr_q_transposed<T: Scalar>(a_col_major: &[T], m: usize, n: usize) -> Vec<T> {
+/// The orthonormal factor alone of a thin QR of the column-major `m x n` matrix `a`
+/// (`m >= n`), returned transposed: row-major `n x m`; row i is the i-th column of Q.
+///
+/// Blocked Householder (faer) with the caller's parallelism `par`: the sweep runs it with
+/// its rank's share of the threads instead of faer's global setting.
+pub(crate) fn qr_q_transposed<T: Scalar>(
+    a_col_major: &[T],
+    m: usize,
+    n: usize,
+    par: Par,
+) -> Vec<T> {
     let r = m.min(n);
     if r == 0 {
         return Vec::new();
     }
-    let view = MatRef::from_column_major_slice(a_col_major, m, n);
-    let q = view.qr().compute_thin_Q();
+    let mut factors = MatRef::from_column_major_slice(a_col_major, m, n).to_owned();
+    let block_size = factor::recommended_block_size::<T>(m, n);
+    let mut coefficients = Mat::<T>::zeros(block_size, r);
+    let scratch = factor::qr_in_place_scratch::<T>(m, n, block_size, par, Default::default()).or(
+        householder::apply_block_householder_sequence_on_the_left_in_place_scratch::<T>(
+            m, block_size, r,
+        ),
+    );
+    let mut buffer = MemBuffer::new(scratch);
+    let stack = MemStack::new(&mut buffer);
+    factor::qr_in_place(
+        factors.as_mut(),
+        coefficients.as_mut(),
+        par,
+        stack,
+        Default::default(),
+    );
+    // The Householder basis is the strictly lower part with a unit diagonal.
+    let basis = factors.get(.., ..r);
+    let mut q = Mat::<T>::identity(m, r);
+    householder::apply_block_householder_sequence_on_the_left_in_place_with_conj(
+        basis,
+        coefficients.as_ref(),
+        Conj::No,
+        q.as_mut(),
+        par,
+        stack,
+    );
     let mut out = Vec::with_capacity(r * m);
     for j in 0..r {
-        for i in 0..m {
-            out.push(q[(i, j)]);
-        }
+        out.extend(q.col(j).iter().copied());
     }
     out
 }
