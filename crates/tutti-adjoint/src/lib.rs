@@ -1,15 +1,19 @@
-//! tutti workload `adjoint`: Gaussian-basis integrals and restricted Hartree–Fock in pure
-//! Rust, the foundation of the gradient of the RHF energy with respect to basis-set
-//! parameters.
+//! tutti workload `adjoint`: Gaussian-basis integrals, restricted Hartree–Fock and the
+//! analytic gradient of the RHF energy with respect to every basis-set exponent and
+//! contraction coefficient, in pure Rust.
 //!
 //! - [`Molecule`]: nuclei in bohr (XYZ files in Angstrom, converted with
 //!   [`molecule::ANGSTROM_PER_BOHR`], PySCF's value), nuclear repulsion.
 //! - [`BasisSet`] / [`Basis`]: shipped sets (sto-3g, 6-31g, 6-31g*, cc-pvdz, def2-svp,
 //!   def2-tzvp for H–Ar) or NWChem-format files; PySCF's normalization and AO order.
 //! - [`integrals`]: S, T, V and ERIs (McMurchie–Davidson) over shells up to l = 4, spherical
-//!   or Cartesian; [`boys`]: the Boys function.
+//!   or Cartesian, and over any function shell with its own Cartesian-to-output map (e.g.
+//!   the l + 2 exponent derivative of a primitive); [`boys`]: the Boys function.
 //! - [`fock`]: Coulomb and exchange matrices, serial reference and rayon-threaded over shell
 //!   pairs; [`scf`]: RHF with DIIS.
+//! - [`gradient`]: dE/d alpha_i and dE/d c_i for every primitive of every shell (PySCF's
+//!   parameter convention), a serial reference and a path threaded over shell pairs;
+//!   per-atom and per-element results, JSON.
 //!
 //! ```
 //! use tutti_adjoint::{rhf, AngularKind, Basis, BasisSet, Molecule, ScfOptions};
@@ -18,6 +22,12 @@
 //! let basis = Basis::new(&h2, &BasisSet::named("sto-3g")?, AngularKind::Spherical)?;
 //! let result = rhf(&h2, &basis, &ScfOptions::default())?;
 //! assert!((result.energy - -1.1167).abs() < 1e-3);
+//!
+//! let gradient = tutti_adjoint::rhf_gradient(&h2, &basis, &Default::default())?;
+//! // E does not change when all coefficients of a shell are scaled together.
+//! let shell = &gradient.shells[0];
+//! let scaling: f64 = shell.coefficients.iter().zip(&shell.grad_coefficients).map(|(c, g)| c * g).sum();
+//! assert!(scaling.abs() < 1e-10);
 //! # Ok::<(), tutti_adjoint::AdjointError>(())
 //! ```
 #![deny(missing_docs)]
@@ -26,6 +36,7 @@ pub mod basis;
 pub mod boys;
 mod error;
 pub mod fock;
+pub mod gradient;
 pub mod integrals;
 pub mod molecule;
 pub mod scf;
@@ -33,6 +44,10 @@ pub mod summary;
 
 pub use basis::{AngularKind, Basis, BasisSet, Shell, ShellData};
 pub use error::{AdjointError, Result};
+pub use gradient::{
+    rhf_gradient, rhf_gradient_on_pool, ElementGradient, GradientOptions, GradientTimings,
+    RhfGradient, ShellGradient,
+};
 pub use molecule::{Atom, Molecule};
 pub use scf::{rhf, rhf_on_pool, RhfResult, ScfOptions, Timings};
 pub use summary::EnergySummary;

@@ -219,24 +219,40 @@ pub fn primitive_norm(l: usize, exponent: f64) -> f64 {
 
 /// d_i = K c_i N_l(alpha_i) with K normalizing the contracted radial function.
 pub fn normalized_contraction(l: usize, exponents: &[f64], coefficients: &[f64]) -> Vec<f64> {
+    let k = contraction_scale(l, exponents, coefficients);
+    exponents
+        .iter()
+        .zip(coefficients)
+        // (c N) K, in this order: the contraction stays bitwise what it always was.
+        .map(|(a, c)| c * primitive_norm(l, *a) * k)
+        .collect()
+}
+
+/// Gamma(l + 3/2): integral_0^inf r^(2l+2) exp(-s r^2) dr = Gamma(l+3/2) / (2 s^(l+3/2)).
+pub fn radial_gamma(l: usize) -> f64 {
+    let mut gamma = std::f64::consts::PI.sqrt() / 2.0; // Gamma(3/2)
+    for k in 1..=l {
+        gamma *= k as f64 + 0.5;
+    }
+    gamma
+}
+
+/// K = (sum_ij c_i N_i c_j N_j Gamma(l+3/2) / (2 (alpha_i + alpha_j)^(l+3/2)))^(-1/2), the
+/// factor that normalizes the contracted radial function (PySCF `_nomalize_contracted_ao`).
+pub fn contraction_scale(l: usize, exponents: &[f64], coefficients: &[f64]) -> f64 {
     let scaled: Vec<f64> = exponents
         .iter()
         .zip(coefficients)
         .map(|(a, c)| c * primitive_norm(l, *a))
         .collect();
-    // integral_0^inf r^(2l+2) exp(-s r^2) dr = Gamma(l+3/2) / (2 s^(l+3/2)).
-    let mut gamma = std::f64::consts::PI.sqrt() / 2.0; // Gamma(3/2)
-    for k in 1..=l {
-        gamma *= k as f64 + 0.5;
-    }
+    let gamma = radial_gamma(l);
     let mut norm2 = 0.0;
     for (i, ai) in exponents.iter().enumerate() {
         for (j, aj) in exponents.iter().enumerate() {
             norm2 += scaled[i] * scaled[j] * gamma / (2.0 * (ai + aj).powf(l as f64 + 1.5));
         }
     }
-    let k = 1.0 / norm2.sqrt();
-    scaled.into_iter().map(|d| d * k).collect()
+    1.0 / norm2.sqrt()
 }
 
 /// A basis placed on a molecule: shells in AO order and where each starts.

@@ -26,7 +26,7 @@ pub fn cartesian_count(l: usize) -> usize {
     (l + 1) * (l + 2) / 2
 }
 
-fn component_index(l: usize, a: usize, b: usize) -> usize {
+pub(crate) fn component_index(l: usize, a: usize, b: usize) -> usize {
     // Position of (a, b, l-a-b) in `components(l)`.
     let rest = l - a;
     rest * (rest + 1) / 2 + (rest - b)

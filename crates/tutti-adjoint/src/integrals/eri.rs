@@ -4,18 +4,23 @@
 //! transformed from Cartesian components to AOs. Chemists' notation:
 //! (ab|cd) = int int a(1) b(1) 1/r12 c(2) d(2).
 //!
-//! Shell pairs (a >= b) are precomputed once ([`EriEngine::new`]): for each primitive pair
-//! its exponent sum, centre and the Cartesian-by-Hermite expansion table (contraction
-//! coefficients folded in, stored sparsely: only the Hermite indices that can be non-zero for
-//! each Cartesian product), plus Schwarz bounds, Q_ab = sqrt(max |(ij|ij)|) per shell pair
-//! (the Fock build skips quartets with Q_ab Q_cd below its threshold) and the same per
-//! primitive pair (primitive quartets below [`PRIMITIVE_THRESHOLD`] are skipped here).
+//! The engine integrates over function shells ([`FunctionShell`]): the basis's shells first
+//! (indices 0..shell_count), then any extra sets a caller adds ([`EriEngine::with_sets`],
+//! e.g. the exponent derivatives of the gradient), each with its own Cartesian-to-output map.
+//! Shell pairs (a >= b) of the basis are precomputed once ([`EriEngine::new`]); any other pair
+//! of sets is built on request ([`EriEngine::pair`]). A pair holds, for each primitive pair,
+//! its exponent sum, centre and the Cartesian-by-Hermite expansion table (weights folded in,
+//! stored sparsely: only the Hermite indices that can be non-zero for each Cartesian product),
+//! plus Schwarz bounds, Q_ab = sqrt(max |(ij|ij)|) per pair (the Fock build skips quartets
+//! with Q_ab Q_cd below its threshold) and the same per primitive pair (primitive quartets
+//! below [`PRIMITIVE_THRESHOLD`] are skipped here). Bounds are always computed from the
+//! pair's own functions, so a derivative pair's bound is its own, not its parent shell's.
 //! Transforms that are a multiple of the identity (s, p, and Cartesian shells) are folded
 //! into the tables, so only spherical d and higher indices are transformed afterwards.
 
-use super::cartesian::{cartesian_count, components, transform};
+use super::functions::FunctionShell;
 use super::hermite::{coulomb, expansion, hermite_indices};
-use crate::basis::{function_count, Basis};
+use crate::basis::Basis;
 
 /// One primitive pair of a shell pair.
 #[derive(Clone, Debug)]
@@ -24,13 +29,12 @@ struct PrimitivePair {
     exponent: f64,
     /// Gaussian product centre P, bohr.
     center: [f64; 3],
-    /// The non-zero E^{ab}_{tuv} (times both contraction coefficients) in the order of the
-    /// shell pair's `pattern`.
+    /// The non-zero E^{ab}_{tuv} (times both weights) in the order of the pair's `pattern`.
     values: Vec<f64>,
     /// The same times (-1)^(t+u+v), for use on the ket side.
     signed_values: Vec<f64>,
-    /// Schwarz bound of this primitive pair alone, sqrt(max |(ij|ij)|) over the pair's AOs
-    /// restricted to these two primitives: a primitive quartet contributes at most
+    /// Schwarz bound of this primitive pair alone, sqrt(max |(ij|ij)|) over the pair's
+    /// functions restricted to these two primitives: a primitive quartet contributes at most
     /// `schwarz_bra * schwarz_ket` to any integral.
     schwarz: f64,
 }
@@ -39,14 +43,14 @@ struct PrimitivePair {
 /// shell quartet, so the neglected part of any integral stays below 1e-13.
 pub const PRIMITIVE_THRESHOLD: f64 = 1e-16;
 
-/// A canonical shell pair (a >= b) and its primitive pairs.
+/// A shell pair (for the basis's own pairs, canonical: a >= b) and its primitive pairs.
 #[derive(Clone, Debug)]
 pub struct ShellPair {
-    /// First shell index (the larger).
+    /// First set index (for canonical pairs the larger shell index).
     pub a: usize,
-    /// Second shell index.
+    /// Second set index.
     pub b: usize,
-    /// la + lb.
+    /// degree_a + degree_b.
     order: usize,
     /// For each Cartesian product row (ca * ncart_b + cb), the Hermite indices h (into
     /// `hermite_indices(order)`) that can be non-zero, rows concatenated.
@@ -59,7 +63,7 @@ pub struct ShellPair {
 }
 
 impl ShellPair {
-    /// Number of primitive pairs kept (pairs with a zero coefficient are dropped).
+    /// Number of primitive pairs kept (pairs with a zero weight are dropped).
     pub fn primitive_count(&self) -> usize {
         self.primitives.len()
     }
@@ -85,18 +89,16 @@ impl EriWorkspace {
     }
 }
 
-/// The ERI engine of one basis: shell-pair data and Cartesian-to-AO transforms.
+/// The ERI engine of one basis: its function shells (the basis's shells, then any extra
+/// sets) and the basis's canonical shell pairs.
 #[derive(Clone, Debug)]
 pub struct EriEngine {
+    sets: Vec<FunctionShell>,
+    shell_count: usize,
     pairs: Vec<ShellPair>,
-    ls: Vec<usize>,
     offsets: Vec<usize>,
     function_counts: Vec<usize>,
-    transforms: Vec<Vec<f64>>,
-    /// Per l: the constant of a transform that is a multiple of the identity (spherical and
-    /// Cartesian s and p, Cartesian l >= 2), folded into the pair tables so that the
-    /// Cartesian-to-AO step skips that index; `None` for a general transform.
-    diagonal_scale: Vec<Option<f64>>,
+    /// Hermite indices per order, up to four times the largest degree of any set.
     hermite: Vec<Vec<[usize; 3]>>,
     nao: usize,
 }
@@ -108,132 +110,151 @@ pub fn pair_index(a: usize, b: usize) -> usize {
 }
 
 impl EriEngine {
-    /// Precomputes every canonical shell pair and its Schwarz bound.
+    /// Precomputes every canonical shell pair of `basis` and its Schwarz bound.
     pub fn new(basis: &Basis) -> Self {
-        let shells = basis.shells();
-        let max_l = basis.max_l();
+        Self::with_sets(basis, Vec::new())
+    }
+
+    /// [`EriEngine::new`] with `extra` function shells appended after the basis's shells
+    /// (set indices `shell_count()..`); pairs involving them are built with
+    /// [`EriEngine::pair`].
+    pub fn with_sets(basis: &Basis, extra: Vec<FunctionShell>) -> Self {
         let kind = basis.kind();
+        let mut sets: Vec<FunctionShell> = basis
+            .shells()
+            .iter()
+            .map(|shell| FunctionShell::from_shell(shell, kind))
+            .collect();
+        let shell_count = sets.len();
+        sets.extend(extra);
+        let max_degree = sets.iter().map(|s| s.degree).max().unwrap_or(0);
         let mut engine = Self {
-            pairs: Vec::with_capacity(shells.len() * (shells.len() + 1) / 2),
-            ls: shells.iter().map(|s| s.l).collect(),
+            function_counts: sets[..shell_count].iter().map(|s| s.functions).collect(),
+            sets,
+            shell_count,
+            pairs: Vec::with_capacity(shell_count * (shell_count + 1) / 2),
             offsets: basis.offsets().to_vec(),
-            function_counts: shells.iter().map(|s| function_count(s.l, kind)).collect(),
-            transforms: (0..=max_l).map(|l| transform(l, kind)).collect(),
-            diagonal_scale: (0..=max_l)
-                .map(|l| diagonal_scale(&transform(l, kind), cartesian_count(l)))
-                .collect(),
-            hermite: (0..=4 * max_l).map(hermite_indices).collect(),
+            hermite: (0..=4 * max_degree).map(hermite_indices).collect(),
             nao: basis.nao(),
         };
+        let mut workspace = EriWorkspace::new();
+        for a in 0..shell_count {
+            for b in 0..=a {
+                let pair = engine.pair_with(a, b, &mut workspace);
+                engine.pairs.push(pair);
+            }
+        }
+        engine
+    }
+
+    /// The pair (a, b) of any two sets (indices into [`EriEngine::set`]), with its Schwarz
+    /// bounds.
+    pub fn pair(&self, a: usize, b: usize) -> ShellPair {
+        self.pair_with(a, b, &mut EriWorkspace::new())
+    }
+
+    fn pair_with(&self, a: usize, b: usize, workspace: &mut EriWorkspace) -> ShellPair {
+        let mut pair = self.pair_tables(a, b);
+        let (na, nb) = (self.sets[a].functions, self.sets[b].functions);
+        let diagonal_max = |block: &[f64]| {
+            let mut largest: f64 = 0.0;
+            for i in 0..na {
+                for j in 0..nb {
+                    let ij = i * nb + j;
+                    largest = largest.max(block[ij * na * nb + ij].abs());
+                }
+            }
+            largest
+        };
+        for primitive in 0..pair.primitives.len() {
+            let mut single = pair.clone();
+            single.primitives = vec![single.primitives[primitive].clone()];
+            let block = self.pair_block(&single, &single, workspace);
+            pair.primitives[primitive].schwarz = diagonal_max(block).sqrt();
+        }
+        let block = self.pair_block(&pair, &pair, workspace);
+        pair.schwarz = diagonal_max(block).sqrt();
+        pair
+    }
+
+    /// The expansion tables of the pair (a, b), Schwarz bounds not yet set (infinite).
+    fn pair_tables(&self, a: usize, b: usize) -> ShellPair {
+        let (set_a, set_b) = (&self.sets[a], &self.sets[b]);
+        let (la, lb) = (set_a.degree, set_b.degree);
+        let order = la + lb;
+        let herm = &self.hermite[order];
+        let stride = order + 1;
+        let at = |i: usize, j: usize, t: usize| (i * (lb + 1) + j) * stride + t;
+        let separation = [
+            set_a.center[0] - set_b.center[0],
+            set_a.center[1] - set_b.center[1],
+            set_a.center[2] - set_b.center[2],
+        ];
+        let mut pattern = Vec::new();
+        let mut row_starts = vec![0];
+        for ca in &set_a.monomials {
+            for cb in &set_b.monomials {
+                for (h, [t, u, v]) in herm.iter().enumerate() {
+                    if *t <= ca[0] + cb[0] && *u <= ca[1] + cb[1] && *v <= ca[2] + cb[2] {
+                        pattern.push(h);
+                    }
+                }
+                row_starts.push(pattern.len());
+            }
+        }
         let mut e = [Vec::new(), Vec::new(), Vec::new()];
-        for (a, shell_a) in shells.iter().enumerate() {
-            for (b, shell_b) in shells[..=a].iter().enumerate() {
-                let (la, lb) = (shell_a.l, shell_b.l);
-                let order = la + lb;
-                let herm = &engine.hermite[order];
-                let comps_a = components(la);
-                let comps_b = components(lb);
-                let stride = order + 1;
-                let at = |i: usize, j: usize, t: usize| (i * (lb + 1) + j) * stride + t;
-                let separation = [
-                    shell_a.center[0] - shell_b.center[0],
-                    shell_a.center[1] - shell_b.center[1],
-                    shell_a.center[2] - shell_b.center[2],
-                ];
-                let mut pattern = Vec::new();
-                let mut row_starts = vec![0];
-                for ca in &comps_a {
-                    for cb in &comps_b {
-                        for (h, [t, u, v]) in herm.iter().enumerate() {
-                            if *t <= ca[0] + cb[0] && *u <= ca[1] + cb[1] && *v <= ca[2] + cb[2] {
-                                pattern.push(h);
-                            }
+        let mut primitives = Vec::new();
+        for (&ea, &da) in set_a.exponents.iter().zip(&set_a.weights) {
+            for (&eb, &db) in set_b.exponents.iter().zip(&set_b.weights) {
+                if da == 0.0 || db == 0.0 {
+                    continue;
+                }
+                let p = ea + eb;
+                for axis in 0..3 {
+                    expansion(la, lb, ea, eb, separation[axis], &mut e[axis]);
+                }
+                let weight = da
+                    * db
+                    * set_a.diagonal_scale.unwrap_or(1.0)
+                    * set_b.diagonal_scale.unwrap_or(1.0);
+                let mut values = Vec::with_capacity(pattern.len());
+                let mut signed_values = Vec::with_capacity(pattern.len());
+                for (ia, ca) in set_a.monomials.iter().enumerate() {
+                    for (ib, cb) in set_b.monomials.iter().enumerate() {
+                        let row = ia * set_b.monomials.len() + ib;
+                        for &h in &pattern[row_starts[row]..row_starts[row + 1]] {
+                            let [t, u, v] = herm[h];
+                            let value = weight
+                                * e[0][at(ca[0], cb[0], t)]
+                                * e[1][at(ca[1], cb[1], u)]
+                                * e[2][at(ca[2], cb[2], v)];
+                            values.push(value);
+                            signed_values.push(if (t + u + v) % 2 == 0 { value } else { -value });
                         }
-                        row_starts.push(pattern.len());
                     }
                 }
-                let mut primitives = Vec::new();
-                for (&ea, &da) in shell_a.exponents.iter().zip(&shell_a.contraction) {
-                    for (&eb, &db) in shell_b.exponents.iter().zip(&shell_b.contraction) {
-                        if da == 0.0 || db == 0.0 {
-                            continue;
-                        }
-                        let p = ea + eb;
-                        for axis in 0..3 {
-                            expansion(la, lb, ea, eb, separation[axis], &mut e[axis]);
-                        }
-                        let weight = da
-                            * db
-                            * engine.diagonal_scale[la].unwrap_or(1.0)
-                            * engine.diagonal_scale[lb].unwrap_or(1.0);
-                        let mut values = Vec::with_capacity(pattern.len());
-                        let mut signed_values = Vec::with_capacity(pattern.len());
-                        for (ia, ca) in comps_a.iter().enumerate() {
-                            for (ib, cb) in comps_b.iter().enumerate() {
-                                let row = ia * comps_b.len() + ib;
-                                for &h in &pattern[row_starts[row]..row_starts[row + 1]] {
-                                    let [t, u, v] = herm[h];
-                                    let value = weight
-                                        * e[0][at(ca[0], cb[0], t)]
-                                        * e[1][at(ca[1], cb[1], u)]
-                                        * e[2][at(ca[2], cb[2], v)];
-                                    values.push(value);
-                                    signed_values.push(if (t + u + v) % 2 == 0 {
-                                        value
-                                    } else {
-                                        -value
-                                    });
-                                }
-                            }
-                        }
-                        primitives.push(PrimitivePair {
-                            exponent: p,
-                            center: [
-                                (ea * shell_a.center[0] + eb * shell_b.center[0]) / p,
-                                (ea * shell_a.center[1] + eb * shell_b.center[1]) / p,
-                                (ea * shell_a.center[2] + eb * shell_b.center[2]) / p,
-                            ],
-                            values,
-                            signed_values,
-                            schwarz: f64::INFINITY,
-                        });
-                    }
-                }
-                engine.pairs.push(ShellPair {
-                    a,
-                    b,
-                    order,
-                    pattern,
-                    row_starts,
-                    primitives,
-                    schwarz: 0.0,
+                primitives.push(PrimitivePair {
+                    exponent: p,
+                    center: [
+                        (ea * set_a.center[0] + eb * set_b.center[0]) / p,
+                        (ea * set_a.center[1] + eb * set_b.center[1]) / p,
+                        (ea * set_a.center[2] + eb * set_b.center[2]) / p,
+                    ],
+                    values,
+                    signed_values,
+                    schwarz: f64::INFINITY,
                 });
             }
         }
-        let mut workspace = EriWorkspace::new();
-        for index in 0..engine.pairs.len() {
-            let (a, b) = (engine.pairs[index].a, engine.pairs[index].b);
-            let (na, nb) = (engine.function_counts[a], engine.function_counts[b]);
-            let diagonal_max = |block: &[f64]| {
-                let mut largest: f64 = 0.0;
-                for i in 0..na {
-                    for j in 0..nb {
-                        let ij = i * nb + j;
-                        largest = largest.max(block[ij * na * nb + ij].abs());
-                    }
-                }
-                largest
-            };
-            for primitive in 0..engine.pairs[index].primitives.len() {
-                let mut single = engine.pairs[index].clone();
-                single.primitives = vec![single.primitives[primitive].clone()];
-                let block = engine.pair_quartet(&single, &single, &mut workspace);
-                engine.pairs[index].primitives[primitive].schwarz = diagonal_max(block).sqrt();
-            }
-            let block = engine.canonical_quartet(index, index, &mut workspace);
-            engine.pairs[index].schwarz = diagonal_max(block).sqrt();
+        ShellPair {
+            a,
+            b,
+            order,
+            pattern,
+            row_starts,
+            primitives,
+            schwarz: f64::INFINITY,
         }
-        engine
     }
 
     /// The canonical shell pairs, indexed by [`pair_index`].
@@ -241,9 +262,14 @@ impl EriEngine {
         &self.pairs
     }
 
-    /// Number of shells.
+    /// Number of shells of the basis.
     pub fn shell_count(&self) -> usize {
-        self.ls.len()
+        self.shell_count
+    }
+
+    /// A function shell: the basis's shells, then the extra sets.
+    pub fn set(&self, index: usize) -> &FunctionShell {
+        &self.sets[index]
     }
 
     /// Number of AOs.
@@ -270,24 +296,29 @@ impl EriEngine {
         ket: usize,
         workspace: &'w mut EriWorkspace,
     ) -> &'w [f64] {
-        self.pair_quartet(&self.pairs[bra], &self.pairs[ket], workspace)
+        self.pair_block(&self.pairs[bra], &self.pairs[ket], workspace)
     }
 
-    /// [`EriEngine::canonical_quartet`] for two shell pairs given by reference.
-    fn pair_quartet<'w>(
+    /// The block (ab|cd) of two pairs of sets given by reference, row-major `[na][nb][nc][nd]`
+    /// over the sets' output functions. Borrowed from the workspace until its next use.
+    pub fn pair_block<'w>(
         &self,
         bra_pair: &ShellPair,
         ket_pair: &ShellPair,
         workspace: &'w mut EriWorkspace,
     ) -> &'w [f64] {
-        let (a, b, c, d) = (bra_pair.a, bra_pair.b, ket_pair.a, ket_pair.b);
-        let (la, lb, lc, ld) = (self.ls[a], self.ls[b], self.ls[c], self.ls[d]);
+        let sets = [
+            &self.sets[bra_pair.a],
+            &self.sets[bra_pair.b],
+            &self.sets[ket_pair.a],
+            &self.sets[ket_pair.b],
+        ];
         let order = bra_pair.order + ket_pair.order;
         let dim = order + 1;
         let herm_bra = &self.hermite[bra_pair.order];
         let herm_ket = &self.hermite[ket_pair.order];
-        let ncart_bra = cartesian_count(la) * cartesian_count(lb);
-        let ncart_ket = cartesian_count(lc) * cartesian_count(ld);
+        let ncart_bra = sets[0].monomials.len() * sets[1].monomials.len();
+        let ncart_ket = sets[2].monomials.len() * sets[3].monomials.len();
         let ws = workspace;
         // R offsets of the bra Hermite indices, and of the ket pattern's Hermite indices.
         ws.bra_offsets.clear();
@@ -350,24 +381,12 @@ impl EriEngine {
                 }
             }
         }
-        // Cartesian -> AO, one index at a time; indices with a diagonal transform were
-        // already scaled in the pair tables and stay as they are.
-        let mut dims = [
-            cartesian_count(la),
-            cartesian_count(lb),
-            cartesian_count(lc),
-            cartesian_count(ld),
-        ];
-        let ls = [la, lb, lc, ld];
-        let targets = [
-            self.function_counts[a],
-            self.function_counts[b],
-            self.function_counts[c],
-            self.function_counts[d],
-        ];
+        // Cartesian -> output functions, one index at a time; indices with a diagonal
+        // transform were already scaled in the pair tables and stay as they are.
+        let mut dims = sets.map(|s| s.monomials.len());
         std::mem::swap(&mut ws.out, &mut ws.cart);
-        for axis in 0..4 {
-            if self.diagonal_scale[ls[axis]].is_some() {
+        for (axis, set) in sets.iter().enumerate() {
+            if set.diagonal_scale.is_some() {
                 continue;
             }
             transform_axis(
@@ -375,10 +394,10 @@ impl EriEngine {
                 &mut ws.half,
                 dims,
                 axis,
-                &self.transforms[ls[axis]],
-                targets[axis],
+                &set.transform,
+                set.functions,
             );
-            dims[axis] = targets[axis];
+            dims[axis] = set.functions;
             std::mem::swap(&mut ws.out, &mut ws.half);
         }
         &ws.out
@@ -477,23 +496,6 @@ impl EriEngine {
         }
         out
     }
-}
-
-/// The constant c when `matrix` (ncart x ncart) is c times the identity.
-fn diagonal_scale(matrix: &[f64], ncart: usize) -> Option<f64> {
-    if matrix.len() != ncart * ncart {
-        return None;
-    }
-    let c = matrix[0];
-    for i in 0..ncart {
-        for j in 0..ncart {
-            let expected = if i == j { c } else { 0.0 };
-            if matrix[i * ncart + j] != expected {
-                return None;
-            }
-        }
-    }
-    Some(c)
 }
 
 /// Transforms index `axis` of the row-major 4-index array `input` (dimensions `dims`) with

@@ -4,6 +4,7 @@
 
 pub mod cartesian;
 pub mod eri;
+pub mod functions;
 pub mod hermite;
 pub mod one_electron;
 

@@ -1,67 +1,82 @@
-//! One-electron integrals over contracted shells: overlap S, kinetic T, nuclear attraction V.
+//! One-electron integrals over contracted shells: overlap S, kinetic T, nuclear attraction V;
+//! whole matrices over a basis, or one block over two function shells ([`block`]).
 
 use faer::Mat;
 
-use super::cartesian::{cartesian_count, components, transform};
+use super::functions::FunctionShell;
 use super::hermite::{coulomb, expansion};
-use crate::basis::{function_count, Basis, Shell};
+use crate::basis::Basis;
 use crate::molecule::Molecule;
 
-/// Which one-electron operator.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Operator {
+/// A one-electron operator.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Operator<'c> {
+    /// The overlap <a|b>.
     Overlap,
+    /// The kinetic energy -1/2 <a|nabla^2|b>.
     Kinetic,
-    Nuclear,
+    /// Nuclear attraction sum_C -Z_C <a|1/|r - C||b> over point charges (Z_C, C in bohr).
+    Nuclear(&'c [(f64, [f64; 3])]),
 }
 
 /// The overlap matrix S (nao x nao, symmetric, unit diagonal for spherical AOs).
 pub fn overlap(basis: &Basis) -> Mat<f64> {
-    matrix(basis, &[], Operator::Overlap)
+    matrix(basis, Operator::Overlap)
 }
 
 /// The kinetic-energy matrix T = -1/2 <i|nabla^2|j> (nao x nao, hartree).
 pub fn kinetic(basis: &Basis) -> Mat<f64> {
-    matrix(basis, &[], Operator::Kinetic)
+    matrix(basis, Operator::Kinetic)
 }
 
 /// The nuclear-attraction matrix V = sum_C -Z_C <i|1/|r - C||j> over the molecule's nuclei
 /// (point charges; nao x nao, hartree).
 pub fn nuclear_attraction(basis: &Basis, molecule: &Molecule) -> Mat<f64> {
-    let charges: Vec<(f64, [f64; 3])> = molecule
+    let charges = point_charges(molecule);
+    matrix(basis, Operator::Nuclear(&charges))
+}
+
+/// The nuclei of `molecule` as (charge, position) point charges.
+pub fn point_charges(molecule: &Molecule) -> Vec<(f64, [f64; 3])> {
+    molecule
         .atoms()
         .iter()
         .map(|atom| (f64::from(atom.charge), atom.position))
-        .collect();
-    matrix(basis, &charges, Operator::Nuclear)
+        .collect()
 }
 
-fn matrix(basis: &Basis, charges: &[(f64, [f64; 3])], operator: Operator) -> Mat<f64> {
+/// The block <a|O|b> over the output functions of two function shells (row-major,
+/// `a.functions` x `b.functions`).
+pub fn block(a: &FunctionShell, b: &FunctionShell, operator: Operator<'_>) -> Vec<f64> {
+    let cart = cartesian_block(a, b, operator);
+    to_functions(
+        &cart,
+        &a.transform,
+        &b.transform,
+        a.monomials.len(),
+        b.monomials.len(),
+        a.functions,
+        b.functions,
+    )
+}
+
+fn matrix(basis: &Basis, operator: Operator<'_>) -> Mat<f64> {
     let nao = basis.nao();
     let mut out = Mat::<f64>::zeros(nao, nao);
-    let shells = basis.shells();
-    let transforms: Vec<Vec<f64>> = (0..=basis.max_l())
-        .map(|l| transform(l, basis.kind()))
+    let sets: Vec<FunctionShell> = basis
+        .shells()
+        .iter()
+        .map(|shell| FunctionShell::from_shell(shell, basis.kind()))
         .collect();
-    for (a, shell_a) in shells.iter().enumerate() {
-        for (b, shell_b) in shells.iter().enumerate().take(a + 1) {
-            let cart = cartesian_block(shell_a, shell_b, charges, operator);
-            let na = function_count(shell_a.l, basis.kind());
-            let nb = function_count(shell_b.l, basis.kind());
-            let block = to_functions(
-                &cart,
-                &transforms[shell_a.l],
-                &transforms[shell_b.l],
-                cartesian_count(shell_a.l),
-                cartesian_count(shell_b.l),
-                na,
-                nb,
-            );
+    for (a, set_a) in sets.iter().enumerate() {
+        for (b, set_b) in sets.iter().enumerate().take(a + 1) {
+            let values = block(set_a, set_b, operator);
+            let (na, nb) = (set_a.functions, set_b.functions);
             let (oa, ob) = (basis.offsets()[a], basis.offsets()[b]);
             for i in 0..na {
                 for j in 0..nb {
-                    out[(oa + i, ob + j)] = block[i * nb + j];
-                    out[(ob + j, oa + i)] = block[i * nb + j];
+                    out[(oa + i, ob + j)] = values[i * nb + j];
+                    out[(ob + j, oa + i)] = values[i * nb + j];
                 }
             }
         }
@@ -106,17 +121,16 @@ fn to_functions(
     out
 }
 
-/// The Cartesian block (ncart_a x ncart_b, row-major) of one operator over two contracted
-/// shells (contraction coefficients included).
+/// The Cartesian block (monomials of a x monomials of b, row-major) of one operator over two
+/// function shells (weights included).
 fn cartesian_block(
-    shell_a: &Shell,
-    shell_b: &Shell,
-    charges: &[(f64, [f64; 3])],
-    operator: Operator,
+    shell_a: &FunctionShell,
+    shell_b: &FunctionShell,
+    operator: Operator<'_>,
 ) -> Vec<f64> {
-    let (la, lb) = (shell_a.l, shell_b.l);
-    let comps_a = components(la);
-    let comps_b = components(lb);
+    let (la, lb) = (shell_a.degree, shell_b.degree);
+    let comps_a = &shell_a.monomials;
+    let comps_b = &shell_b.monomials;
     let mut out = vec![0.0; comps_a.len() * comps_b.len()];
     let extra = if operator == Operator::Kinetic { 2 } else { 0 };
     let max_j = lb + extra;
@@ -130,8 +144,8 @@ fn cartesian_block(
     let mut e = [Vec::new(), Vec::new(), Vec::new()];
     let mut r = Vec::new();
     let mut scratch = Vec::new();
-    for (&a, &da) in shell_a.exponents.iter().zip(&shell_a.contraction) {
-        for (&b, &db) in shell_b.exponents.iter().zip(&shell_b.contraction) {
+    for (&a, &da) in shell_a.exponents.iter().zip(&shell_a.weights) {
+        for (&b, &db) in shell_b.exponents.iter().zip(&shell_b.weights) {
             if da == 0.0 || db == 0.0 {
                 continue;
             }
@@ -169,7 +183,7 @@ fn cartesian_block(
                         }
                     }
                 }
-                Operator::Nuclear => {
+                Operator::Nuclear(charges) => {
                     let center_p = [
                         (a * shell_a.center[0] + b * shell_b.center[0]) / p,
                         (a * shell_a.center[1] + b * shell_b.center[1]) / p,
@@ -178,7 +192,7 @@ fn cartesian_block(
                     let order = la + lb;
                     let d = order + 1;
                     let prefactor = 2.0 * std::f64::consts::PI / p;
-                    for (charge, position) in charges {
+                    for (charge, position) in charges.iter() {
                         let pc = [
                             center_p[0] - position[0],
                             center_p[1] - position[1],

@@ -1,0 +1,274 @@
+//! The basis-parameter gradient of the RHF energy: where its time goes and how it scales.
+//!
+//! For h2o/def2-tzvp and ch4/def2-svp (and c2h6/def2-svp with `--large`): the serial reference
+//! gradient's time breakdown (overlap, core Hamiltonian, two-electron, Fock/reduction); the
+//! gradient's measured serial part (pair set-up, densities, sums) with its Amdahl ceiling;
+//! the threaded gradient at each thread count with its speedup over one thread and over the
+//! serial reference and the serial fraction that speedup implies (Karp–Flatt, ceiling 1/e);
+//! and the ratio of the gradient's time (after its SCF) and of the whole run (its SCF, with
+//! the gradient's tighter density tolerance, plus the gradient) to one SCF energy with the
+//! default settings at the same thread count (the baseline in the same run). The threaded
+//! result is checked against the serial one at every count.
+//!
+//! `cargo run --release -p tutti-benches --bin adjoint_gradient [-- --threads 1 2 4]
+//! [--repeats 1] [--large]`. Results: `benches/results/adjoint_gradient.json`.
+
+use std::error::Error;
+
+use serde_json::json;
+use tutti_adjoint::integrals::EriEngine;
+use tutti_adjoint::{
+    rhf, rhf_gradient, AngularKind, Basis, BasisSet, GradientOptions, Molecule, RhfGradient,
+    ScfOptions,
+};
+use tutti_benches::{best_time, write_results};
+
+/// One case: a molecule (bohr) and a shipped basis.
+struct Case {
+    name: &'static str,
+    basis: &'static str,
+    atoms: Vec<(&'static str, [f64; 3])>,
+}
+
+fn cases(large: bool) -> Vec<Case> {
+    // Water, r(OH) = 0.9572 A, angle 104.52 deg (as the h2o reference files).
+    let water = vec![
+        ("O", [0.0, 0.0, 0.0]),
+        ("H", [0.0, 1.4304288084282137, 1.107157044045246]),
+        ("H", [0.0, -1.4304288084282137, 1.107157044045246]),
+    ];
+    // Methane, Td, r(CH) = 1.087 A (as tests/data/ch4_def2svp.json).
+    let a = 1.1859538348562775;
+    let methane = vec![
+        ("C", [0.0, 0.0, 0.0]),
+        ("H", [a, a, a]),
+        ("H", [-a, -a, a]),
+        ("H", [-a, a, -a]),
+        ("H", [a, -a, -a]),
+    ];
+    let mut out = vec![
+        Case {
+            name: "h2o",
+            basis: "def2-tzvp",
+            atoms: water,
+        },
+        Case {
+            name: "ch4",
+            basis: "def2-svp",
+            atoms: methane,
+        },
+    ];
+    if large {
+        // Staggered ethane: r(CC) = 1.536 A, r(CH) = 1.094 A, angle(HCC) = 111.2 deg.
+        let bohr = 1.0 / tutti_adjoint::molecule::ANGSTROM_PER_BOHR;
+        let (half_cc, ch, hcc) = (0.768, 1.094, 111.2_f64.to_radians());
+        let (radial, height) = (ch * hcc.sin(), half_cc - ch * hcc.cos());
+        let mut ethane = vec![
+            ("C", [0.0, 0.0, half_cc * bohr]),
+            ("C", [0.0, 0.0, -half_cc * bohr]),
+        ];
+        for k in 0..6 {
+            let angle = (60.0 * k as f64).to_radians();
+            let z = if k % 2 == 0 { height } else { -height };
+            ethane.push((
+                "H",
+                [
+                    radial * angle.cos() * bohr,
+                    radial * angle.sin() * bohr,
+                    z * bohr,
+                ],
+            ));
+        }
+        out.push(Case {
+            name: "c2h6",
+            basis: "def2-svp",
+            atoms: ethane,
+        });
+    }
+    out
+}
+
+/// `--threads 1 2 4`, `--repeats 1`, `--large` (the defaults: 1 2 4, 1, off).
+fn arguments() -> Result<(Vec<usize>, usize, bool), Box<dyn Error>> {
+    let mut threads = Vec::new();
+    let mut repeats = 1;
+    let mut large = false;
+    let mut args = std::env::args().skip(1).peekable();
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--threads" => {
+                while let Some(value) = args.next_if(|next| !next.starts_with("--")) {
+                    let count: usize = value
+                        .parse()
+                        .map_err(|err| format!("--threads `{value}`: {err}"))?;
+                    if count == 0 {
+                        return Err("--threads: counts must be at least 1".into());
+                    }
+                    threads.push(count);
+                }
+            }
+            "--repeats" => {
+                let value = args.next().ok_or("--repeats needs a count")?;
+                repeats = value
+                    .parse()
+                    .map_err(|err| format!("--repeats `{value}`: {err}"))?;
+            }
+            "--large" => large = true,
+            other => {
+                return Err(format!(
+                    "unknown argument `{other}`; usage: adjoint_gradient [--threads N...] [--repeats R] [--large]"
+                )
+                .into())
+            }
+        }
+    }
+    if threads.is_empty() {
+        threads = vec![1, 2, 4];
+    }
+    Ok((threads, repeats.max(1), large))
+}
+
+/// max |a - b| / max |b| over every parameter.
+fn relative_difference(a: &RhfGradient, b: &RhfGradient) -> f64 {
+    let values = |g: &RhfGradient| -> Vec<f64> {
+        g.shells
+            .iter()
+            .flat_map(|s| s.grad_exponents.iter().chain(&s.grad_coefficients).copied())
+            .collect()
+    };
+    let (a, b) = (values(a), values(b));
+    let scale = b.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    let difference = a
+        .iter()
+        .zip(&b)
+        .fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
+    difference / scale.max(f64::MIN_POSITIVE)
+}
+
+/// The gradient's own time (everything after the SCF), seconds.
+fn gradient_seconds(gradient: &RhfGradient) -> f64 {
+    gradient.timings.total - gradient.timings.scf
+}
+
+fn main() -> Result<(), Box<dyn Error>> {
+    let (threads, repeats, large) = arguments()?;
+    println!(
+        "adjoint_gradient: serial breakdown, threaded at {threads:?} thread(s) (best of {repeats}), {} core(s) here",
+        tutti_backend::system::host_cores()
+    );
+    let mut results = Vec::new();
+    for case in cases(large) {
+        let molecule = Molecule::from_bohr(&case.atoms)?;
+        let basis = Basis::new(
+            &molecule,
+            &BasisSet::named(case.basis)?,
+            AngularKind::Spherical,
+        )?;
+        let label = format!("{}/{}", case.name, case.basis);
+        let parameters: usize = basis.shells().iter().map(|s| 2 * s.exponents.len()).sum();
+        let serial_options = GradientOptions::default().with_serial(true).with_threads(1);
+        let (_, serial) = best_time(repeats, || rhf_gradient(&molecule, &basis, &serial_options));
+        let serial = serial?;
+        let t = &serial.timings;
+        let serial_gradient = gradient_seconds(&serial);
+        println!(
+            "{label}: {} AOs, {} shells, {parameters} parameters, E = {:.10} Eh",
+            basis.nao(),
+            basis.shells().len(),
+            serial.energy
+        );
+        println!(
+            "  serial reference: SCF {:.3} s; gradient {:.3} s = overlap {:.4} + core Hamiltonian {:.4} + two-electron {:.3} + Fock/reduction {:.4}",
+            t.scf, serial_gradient, t.overlap, t.core_hamiltonian, t.two_electron, t.fock
+        );
+        // The gradient's serial part: the engine's canonical pairs and Schwarz bounds (the
+        // derivative pairs are built inside the threaded tasks), densities and sums.
+        let (setup, _) = best_time(repeats, || EriEngine::new(&basis));
+        let setup = setup.as_secs_f64() + t.fock;
+        let structural = setup / serial_gradient;
+        println!(
+            "  serial part of the gradient (pair set-up, densities, sums): {setup:.4} s = {:.1}% of the serial gradient: Amdahl ceiling {:.0}x",
+            100.0 * structural,
+            1.0 / structural.max(1e-9)
+        );
+        let mut rows = Vec::new();
+        let mut one_thread: Option<f64> = None;
+        for &count in &threads {
+            let options = GradientOptions::default().with_threads(count);
+            // The baseline: one plain SCF energy, the SCF's default settings, same threads.
+            let scf_options = ScfOptions::default().with_threads(count);
+            let (scf_time, scf) = best_time(repeats, || rhf(&molecule, &basis, &scf_options));
+            let scf = scf?;
+            let (_, threaded) = best_time(repeats, || rhf_gradient(&molecule, &basis, &options));
+            let threaded = threaded?;
+            let seconds = gradient_seconds(&threaded);
+            let base = *one_thread.get_or_insert(seconds);
+            let speedup = base / seconds;
+            // Karp–Flatt: the serial fraction e that Amdahl's law needs for this speedup.
+            let serial_fraction = if count > 1 {
+                Some((1.0 / speedup - 1.0 / count as f64) / (1.0 - 1.0 / count as f64))
+            } else {
+                None
+            };
+            let scf_seconds = scf_time.as_secs_f64();
+            let difference = relative_difference(&threaded, &serial);
+            let tt = &threaded.timings;
+            println!(
+                "  {count} thread(s): gradient {seconds:.3} s (overlap {:.4}, core {:.4}, two-electron {:.3}, Fock {:.4}), speedup {speedup:.2}x vs 1 thread, {:.2}x vs serial{}; one SCF energy {scf_seconds:.3} s ({} iterations): gradient / SCF = {:.2}, whole run (its tighter SCF + gradient) / SCF = {:.2}; |threaded - serial| {difference:.1e} rel",
+                tt.overlap,
+                tt.core_hamiltonian,
+                tt.two_electron,
+                tt.fock,
+                serial_gradient / seconds,
+                serial_fraction.map_or(String::new(), |e| format!(
+                    ", serial fraction {e:.3} (Amdahl ceiling {:.1}x)",
+                    1.0 / e.max(1e-9)
+                )),
+                scf.iterations,
+                seconds / scf_seconds,
+                threaded.timings.total / scf_seconds,
+            );
+            rows.push(json!({
+                "threads": count,
+                "gradient_seconds": seconds,
+                "timings": tt,
+                "speedup_vs_one_thread": speedup,
+                "speedup_vs_serial": serial_gradient / seconds,
+                "serial_fraction_karp_flatt": serial_fraction,
+                "amdahl_ceiling": serial_fraction.map(|e| 1.0 / e.max(1e-9)),
+                "scf_energy_seconds": scf_seconds,
+                "scf_iterations": scf.iterations,
+                "gradient_over_scf": seconds / scf_seconds,
+                "whole_run_seconds": threaded.timings.total,
+                "whole_run_over_scf": threaded.timings.total / scf_seconds,
+                "relative_difference_vs_serial": difference,
+            }));
+        }
+        results.push(json!({
+            "case": label,
+            "nao": basis.nao(),
+            "shells": basis.shells().len(),
+            "parameters": parameters,
+            "energy": serial.energy,
+            "serial": { "gradient_seconds": serial_gradient, "timings": serial.timings },
+            "serial_part_seconds": setup,
+            "serial_part_fraction": structural,
+            "serial_part_amdahl_ceiling": 1.0 / structural.max(1e-9),
+            "threaded": rows,
+        }));
+    }
+    // Other work on the machine skews thread scaling; the load says how much there was.
+    let load_average = std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|text| text.split_whitespace().next().map(str::to_string));
+    println!(
+        "load average (1 min) at the end: {}",
+        load_average.as_deref().unwrap_or("?")
+    );
+    let path = write_results(
+        "adjoint_gradient",
+        json!({ "repeats": repeats, "load_average_1min": load_average, "cases": results }),
+    )?;
+    println!("wrote {}", path.display());
+    Ok(())
+}

@@ -1,0 +1,94 @@
+//! The threaded path: one task per canonical shell pair (a, b), a >= b, covering the
+//! derivative pairs (D of a primitive of a, b) and, when a != b, (D of a primitive of b, a).
+//! Tasks are emitted largest estimated cost first to rayon's work stealing (one task per
+//! steal), each returns its own contributions (private accumulators), and the contributions
+//! are added in emission order, which does not depend on the scheduling: runs are bitwise
+//! repeatable, at any thread count.
+
+use rayon::prelude::*;
+
+use super::accumulate::PrimitiveTerms;
+use super::terms::Inputs;
+use crate::integrals::cartesian::cartesian_count;
+use crate::integrals::eri::EriWorkspace;
+
+/// Canonical shell pairs (a, b), a >= b, largest estimated cost first (ties by pair order).
+pub(super) fn task_order(inputs: &Inputs<'_>) -> Vec<(usize, usize)> {
+    let shells = inputs.shell_count();
+    let engine = inputs.engine;
+    let side = |s: usize, b: usize| {
+        // Derivative functions (l + 2 and l monomials) of each primitive of s against b.
+        let ls = engine.set(s).degree;
+        let primitives = inputs.primitives(s).len() * engine.set(b).exponents.len();
+        (primitives
+            * (cartesian_count(ls + 2) + cartesian_count(ls))
+            * engine.set(b).monomials.len()) as f64
+    };
+    let cost = |(a, b): (usize, usize)| side(a, b) + if a == b { 0.0 } else { side(b, a) };
+    let mut order: Vec<(usize, usize)> = (0..shells)
+        .flat_map(|a| (0..=a).map(move |b| (a, b)))
+        .collect();
+    order.sort_by(|x, y| cost(*y).total_cmp(&cost(*x)).then(x.cmp(y)));
+    order
+}
+
+/// Contributions of one task: (flat primitive index, [raised, plain]).
+type Contributions = Vec<(usize, [f64; 2])>;
+
+/// Runs `task` over `order` on the current pool and adds the results in emission order.
+fn run_tasks(
+    inputs: &Inputs<'_>,
+    order: &[(usize, usize)],
+    task: impl Fn((usize, usize)) -> Contributions + Sync,
+) -> PrimitiveTerms {
+    let partials: Vec<Contributions> = order
+        .par_iter()
+        .with_max_len(1)
+        .map(|&pair| task(pair))
+        .collect();
+    let mut totals = PrimitiveTerms::zeros(inputs.first_primitive[inputs.shell_count()]);
+    for contributions in &partials {
+        for &(index, value) in contributions {
+            totals.add(index, value);
+        }
+    }
+    totals
+}
+
+/// The derivative pairs of task (a, b): (s, b') with s the differentiated shell.
+fn sides((a, b): (usize, usize)) -> impl Iterator<Item = (usize, usize)> {
+    std::iter::once((a, b)).chain((a != b).then_some((b, a)))
+}
+
+/// `term(s, i, b)` summed by tasks.
+pub(super) fn one_electron(
+    inputs: &Inputs<'_>,
+    order: &[(usize, usize)],
+    term: impl Fn(usize, usize, usize) -> [f64; 2] + Sync,
+) -> PrimitiveTerms {
+    run_tasks(inputs, order, |pair| {
+        let mut out = Vec::new();
+        for (s, b) in sides(pair) {
+            for i in inputs.primitives(s) {
+                out.push((inputs.first_primitive[s] + i, term(s, i, b)));
+            }
+        }
+        out
+    })
+}
+
+/// The two-electron terms by tasks.
+pub(super) fn two_electron(inputs: &Inputs<'_>, order: &[(usize, usize)]) -> PrimitiveTerms {
+    run_tasks(inputs, order, |pair| {
+        let mut workspace = EriWorkspace::new();
+        let mut out = Vec::new();
+        for (s, b) in sides(pair) {
+            for i in inputs.primitives(s) {
+                let derivative = inputs.derivative_pair(s, i, b);
+                let value = inputs.two_electron(&derivative, s, &mut workspace);
+                out.push((inputs.first_primitive[s] + i, value));
+            }
+        }
+        out
+    })
+}
