@@ -264,6 +264,140 @@ typedef struct TuttiRhfResult {
 } TuttiRhfResult;
 
 /**
+ * Options of `tutti_rhf_gradient`. Start from `tutti_gradient_options_default`.
+ */
+typedef struct TuttiGradientOptions {
+    /**
+     * The SCF's options (see `TuttiRhfOptions`); `rhf.threads` also sizes every loop of the
+     * gradient (one pool for all: 0 = all cores, the global pool that `RAYON_NUM_THREADS`
+     * sizes; n >= 1 = a dedicated pool of n threads).
+     */
+    struct TuttiRhfOptions rhf;
+    /**
+     * 1 to run the serial reference implementation, 0 (default) for the threaded one (over
+     * shell pairs); both give the same gradient to round-off.
+     */
+    int serial;
+} TuttiGradientOptions;
+
+/**
+ * One shell of the basis placed on an atom: where its primitives sit in the flat arrays of
+ * `TuttiRhfGradient`.
+ */
+typedef struct TuttiGradientShell {
+    /**
+     * Index of the atom in the molecule (0-based, in the order of the XYZ text).
+     */
+    int atom;
+    /**
+     * Angular momentum (0 = s, 1 = p, ...).
+     */
+    int l;
+    /**
+     * Number of primitives of the shell.
+     */
+    int primitives;
+    /**
+     * Index of the shell's first primitive in the flat arrays: primitive i of the shell is
+     * element `offset + i` of `exponents`, `coefficients`, `grad_exponents` and
+     * `grad_coefficients`.
+     */
+    int offset;
+} TuttiGradientShell;
+
+/**
+ * Wall-clock times of a gradient run, seconds.
+ */
+typedef struct TuttiGradientTimings {
+    /**
+     * The SCF (energy) that precedes the gradient.
+     */
+    double scf;
+    /**
+     * Overlap derivatives (the -tr(W dS) term).
+     */
+    double overlap;
+    /**
+     * Kinetic and nuclear-attraction derivatives (the tr(P dH) term).
+     */
+    double core_hamiltonian;
+    /**
+     * Derivative two-electron integrals contracted with the densities.
+     */
+    double two_electron;
+    /**
+     * Fock-like assembly and the final reduction.
+     */
+    double fock;
+    /**
+     * The whole run, the SCF included.
+     */
+    double total;
+} TuttiGradientTimings;
+
+/**
+ * What `tutti_rhf_gradient` computed: the energy and, for every primitive of every shell
+ * on every atom, its parameters and dE/dparameter.
+ *
+ * The arrays are in basis order: atoms in the order of the XYZ text, within an atom its
+ * shells in the basis set's order sorted by l (an `SP` shell gives an s and a p shell),
+ * within a shell its primitives. `shells[s]` says which atom and l shell `s` is and which
+ * slice of the flat arrays is its own.
+ *
+ * Ownership: the five arrays (`shells`, `exponents`, `coefficients`, `grad_exponents`,
+ * `grad_coefficients`) are allocated by tutti and owned by the caller, who releases them
+ * all at once with `tutti_rhf_gradient_free`, or each with `tutti_free_c` (never both).
+ */
+typedef struct TuttiRhfGradient {
+    /**
+     * Total RHF energy (electronic + nuclear repulsion), hartree.
+     */
+    double energy;
+    /**
+     * SCF iterations (Fock builds).
+     */
+    int iterations;
+    /**
+     * Threads asked for (0 = all cores).
+     */
+    int threads;
+    /**
+     * Number of shells, the length of `shells`.
+     */
+    int n_shells;
+    /**
+     * Number of primitives over all shells, the length of each flat array. There are
+     * `2 * n_primitives` parameters: one exponent and one coefficient per primitive.
+     */
+    int n_primitives;
+    /**
+     * `n_shells` shells, in basis order.
+     */
+    struct TuttiGradientShell *shells;
+    /**
+     * `n_primitives` exponents alpha_i as in the basis set, 1/bohr^2.
+     */
+    double *exponents;
+    /**
+     * `n_primitives` library (un-normalized) contraction coefficients c_i as in the basis
+     * set.
+     */
+    double *coefficients;
+    /**
+     * `n_primitives` derivatives dE/dalpha_i, hartree * bohr^2.
+     */
+    double *grad_exponents;
+    /**
+     * `n_primitives` derivatives dE/dc_i (the contracted function renormalized), hartree.
+     */
+    double *grad_coefficients;
+    /**
+     * Where the time went.
+     */
+    struct TuttiGradientTimings timings;
+} TuttiRhfGradient;
+
+/**
  * One device of a selection, as `tutti_device_info` reports it.
  *
  * The caller owns `name` and releases it with `tutti_free_c`.
@@ -496,6 +630,68 @@ int tutti_rhf_energy_bohr(int n_atoms,
                           const struct TuttiRhfOptions *options,
                           struct TuttiRhfResult *result_out,
                           char **json_out);
+
+/**
+ * Writes the default gradient options to `*options`: the RHF defaults
+ * (`tutti_rhf_options_default`: all cores, neutral, spherical, 128 iterations, tolerances
+ * 1e-10 Eh and 1e-8) and the threaded implementation.
+ *
+ * # Safety
+ * `options` is NULL or valid for writing a `TuttiGradientOptions`.
+ */
+int tutti_gradient_options_default(struct TuttiGradientOptions *options);
+
+/**
+ * The RHF energy of a molecule given as XYZ text (Angstrom) in the basis set `basis`, and
+ * its analytic gradient with respect to every primitive exponent and library contraction
+ * coefficient of every shell on every atom.
+ *
+ * `xyz_text` and `basis` are as for `tutti_rhf_energy`: the text of an XYZ file, and a
+ * shipped basis name (sto-3g, 6-31g, 6-31g*, cc-pvdz, def2-svp, def2-tzvp) or a path to an
+ * NWChem-format file. `options` may be NULL for the defaults
+ * (`tutti_gradient_options_default`). Parameters are per atom: the derivative with respect
+ * to a parameter an element's atoms share is the sum over those atoms (the JSON's
+ * `elements` holds it).
+ *
+ * Outputs, written only on success: `*result_out`, whose arrays the caller owns and
+ * releases with `tutti_rhf_gradient_free` (see `TuttiRhfGradient`); and, when `json_out`
+ * is not NULL, `*json_out`, a NUL-terminated JSON document (`energy`, `iterations`,
+ * `threads`, `timings`, `basis`: per atom {`atom`, `symbol`, `shells`: [{`l`, `exponents`,
+ * `coefficients`, `grad_exponents`, `grad_coefficients`}]}, `elements`: the per-element
+ * sums) that the caller owns and releases with `tutti_free_c`.
+ *
+ * Errors: NULL `xyz_text`, `basis` or `result_out` (`TUTTI_ERROR_NULL_POINTER`); malformed
+ * XYZ text, an unknown element, an unknown basis set or one without functions for an
+ * element, a malformed basis file, an odd electron count, bad options
+ * (`TUTTI_ERROR_INVALID_ARGUMENT`); a basis path that cannot be read (`TUTTI_ERROR_IO`); an
+ * SCF that misses its tolerances within `max_iterations` (`TUTTI_ERROR_NOT_CONVERGED`);
+ * no memory for the results (`TUTTI_ERROR_OUT_OF_MEMORY`).
+ *
+ * # Safety
+ * `xyz_text` and `basis` are NULL or NUL-terminated strings; `options` is NULL or valid for
+ * reading a `TuttiGradientOptions`; `result_out` is NULL or valid for writing a
+ * `TuttiRhfGradient`; `json_out` is NULL or valid for writing a `char *`.
+ */
+int tutti_rhf_gradient(const char *xyz_text,
+                       const char *basis,
+                       const struct TuttiGradientOptions *options,
+                       struct TuttiRhfGradient *result_out,
+                       char **json_out);
+
+/**
+ * Releases the five arrays of a `TuttiRhfGradient` (with `tutti_free_c`) and resets the
+ * struct: pointers NULL, counts 0. NULL `result`, or a result whose pointers are already
+ * NULL (released before, or zero-initialised), is a no-op returning `TUTTI_OK`.
+ *
+ * Errors: `TUTTI_ERROR_INVALID_ARGUMENT` when a pointer is recognisably not a live tutti
+ * buffer (see `tutti_free_c`); the other arrays are released and every pointer is reset.
+ *
+ * # Safety
+ * `result` is NULL or valid for reading and writing a `TuttiRhfGradient` that was written
+ * by a successful `tutti_rhf_gradient`, or zero-initialised, and whose arrays were not
+ * released with `tutti_free_c`.
+ */
+int tutti_rhf_gradient_free(struct TuttiRhfGradient *result);
 
 /**
  * The message of the last tutti call on the calling thread: empty when that call succeeded,

@@ -92,7 +92,7 @@ pub unsafe extern "C" fn tutti_rhf_options_default(options: *mut TuttiRhfOptions
 }
 
 /// The status of each `tutti-adjoint` error.
-fn adjoint_error(error: AdjointError) -> Error {
+pub(crate) fn adjoint_error(error: AdjointError) -> Error {
     let status = match &error {
         AdjointError::NotConverged { .. } | AdjointError::LinearAlgebra(_) => {
             TuttiStatus::TUTTI_ERROR_NOT_CONVERGED
@@ -110,7 +110,9 @@ fn adjoint_error(error: AdjointError) -> Error {
 ///
 /// # Safety
 /// `options` is NULL or valid for reading a `TuttiRhfOptions`.
-unsafe fn read_options(options: *const TuttiRhfOptions) -> Result<(RhfSettings, i32), Error> {
+pub(crate) unsafe fn read_options(
+    options: *const TuttiRhfOptions,
+) -> Result<(RhfSettings, i32), Error> {
     if !options.is_aligned() {
         return Err(Error::invalid_argument("argument `options` is not aligned"));
     }
@@ -144,10 +146,13 @@ unsafe fn read_options(options: *const TuttiRhfOptions) -> Result<(RhfSettings, 
 }
 
 /// The checked options of one call.
-struct RhfSettings {
-    scf: ScfOptions,
-    kind: AngularKind,
-    threads: usize,
+pub(crate) struct RhfSettings {
+    /// The SCF's options, `threads` included.
+    pub(crate) scf: ScfOptions,
+    /// Spherical or Cartesian functions.
+    pub(crate) kind: AngularKind,
+    /// Threads asked for (0 = the global pool).
+    pub(crate) threads: usize,
 }
 
 fn positive_tolerance(value: f64, name: &str) -> Result<f64, Error> {
@@ -162,7 +167,7 @@ fn positive_tolerance(value: f64, name: &str) -> Result<f64, Error> {
 
 /// A shipped basis set or an NWChem-format file. A name with a directory part cannot be a
 /// shipped set: if no file is there, that is an I/O error naming the path.
-fn load_basis(name_or_path: &str) -> Result<BasisSet, Error> {
+pub(crate) fn load_basis(name_or_path: &str) -> Result<BasisSet, Error> {
     if name_or_path.trim().is_empty() {
         return Err(Error::invalid_argument(
             "argument `basis` is empty: expected a shipped basis set name or a file path",
@@ -235,7 +240,7 @@ fn energy(
 ///
 /// # Safety
 /// `json_out` is NULL or valid for writing a `char *`.
-unsafe fn optional_json_out<'a>(
+pub(crate) unsafe fn optional_json_out<'a>(
     json_out: *mut *mut c_char,
 ) -> Result<Option<Out<'a, *mut c_char>>, Error> {
     if json_out.is_null() {

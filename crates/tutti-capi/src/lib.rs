@@ -23,15 +23,16 @@
 //! The core, shared by every entry point: [`status`] (the status enum and the error a call
 //! fails with), [`boundary`] (the panic boundary, the last error and the argument checks),
 //! [`memory`] (buffers handed to C and [`tutti_free_c`]). Entry points live in one module per
-//! area: [`version`], [`devices`], [`fit`], [`fmm`], [`adjoint`], [`sweep`]; a workload adds its own module on the
-//! same core. The modules are ordinary Rust, tested from Rust; the `cdylib` and `staticlib`
-//! are a thin artifact over them.
+//! area: [`version`], [`devices`], [`fit`], [`fmm`], [`adjoint`], [`adjoint_gradient`],
+//! [`sweep`]; a workload adds its own module on the same core. The modules are ordinary
+//! Rust, tested from Rust; the `cdylib` and `staticlib` are a thin artifact over them.
 //!
 //! The header is generated from this crate by cbindgen (`cargo xtask header`): doc comments
 //! here are the C documentation.
 #![deny(missing_docs)]
 
 pub mod adjoint;
+pub mod adjoint_gradient;
 pub mod boundary;
 pub mod devices;
 pub mod fit;
@@ -44,6 +45,10 @@ pub mod version;
 pub use adjoint::{
     tutti_rhf_energy, tutti_rhf_energy_bohr, tutti_rhf_options_default, TuttiRhfOptions,
     TuttiRhfResult,
+};
+pub use adjoint_gradient::{
+    tutti_gradient_options_default, tutti_rhf_gradient, tutti_rhf_gradient_free,
+    TuttiGradientOptions, TuttiGradientShell, TuttiGradientTimings, TuttiRhfGradient,
 };
 pub use boundary::tutti_last_error;
 pub use devices::{

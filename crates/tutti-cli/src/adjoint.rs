@@ -1,9 +1,13 @@
-//! `tutti adjoint`: Gaussian-basis RHF (and, next, its gradient w.r.t. basis parameters).
+//! `tutti adjoint`: Gaussian-basis RHF energies, and their gradient with respect to every
+//! basis-set parameter (exponents and contraction coefficients).
 
 use std::time::Instant;
 
 use clap::{Args, Subcommand};
-use tutti_adjoint::{rhf, AngularKind, Basis, BasisSet, EnergySummary, Molecule, ScfOptions};
+use tutti_adjoint::{
+    rhf, rhf_gradient, AngularKind, Basis, BasisSet, EnergySummary, GradientOptions, Molecule,
+    RhfGradient, ScfOptions,
+};
 
 /// Options of `tutti adjoint`.
 #[derive(Args)]
@@ -16,6 +20,8 @@ pub struct AdjointArgs {
 enum AdjointCommand {
     /// Closed-shell RHF energy of a molecule in a Gaussian basis.
     Energy(EnergyArgs),
+    /// RHF energy and its gradient w.r.t. every basis exponent and contraction coefficient.
+    Gradient(GradientArgs),
 }
 
 /// Options of `tutti adjoint energy`.
@@ -42,26 +48,189 @@ struct EnergyArgs {
     json: bool,
 }
 
+/// Options of `tutti adjoint gradient`.
+#[derive(Args)]
+struct GradientArgs {
+    /// Molecule as an XYZ file (Angstrom).
+    #[arg(long, value_name = "FILE")]
+    xyz: String,
+    /// A shipped basis set (sto-3g, 6-31g, 6-31g*, cc-pvdz, def2-svp, def2-tzvp) or a path to
+    /// an NWChem-format basis file.
+    #[arg(long, value_name = "NAME|FILE")]
+    basis: String,
+    /// Threads of every loop, SCF and gradient (0 = all cores, or RAYON_NUM_THREADS).
+    #[arg(long, default_value_t = 0)]
+    threads: usize,
+    /// Run the serial reference implementation instead of the threaded one.
+    #[arg(long)]
+    serial: bool,
+    /// Total charge of the molecule.
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+    charge: i32,
+    /// Cartesian instead of spherical functions.
+    #[arg(long)]
+    cartesian: bool,
+    /// Where to write the JSON gradient (energy, per-atom shells with grad_exponents and
+    /// grad_coefficients, per-element sums, timings); `-` for standard output, the summary
+    /// then going to standard error.
+    #[arg(long, value_name = "FILE")]
+    out: String,
+}
+
 pub fn run(args: &AdjointArgs) -> Result<(), String> {
     match &args.command {
         AdjointCommand::Energy(energy) => run_energy(energy),
+        AdjointCommand::Gradient(gradient) => run_gradient(gradient),
     }
 }
 
-fn run_energy(args: &EnergyArgs) -> Result<(), String> {
-    let start = Instant::now();
-    let text = std::fs::read_to_string(&args.xyz)
-        .map_err(|err| format!("cannot read --xyz `{}`: {err}", args.xyz))?;
+/// The molecule of `--xyz` with `--charge`, the basis set of `--basis`, and the basis
+/// placed on the molecule.
+fn load_input(
+    xyz: &str,
+    basis: &str,
+    charge: i32,
+    cartesian: bool,
+) -> Result<(Molecule, BasisSet, Basis), String> {
+    let text =
+        std::fs::read_to_string(xyz).map_err(|err| format!("cannot read --xyz `{xyz}`: {err}"))?;
     let molecule = Molecule::from_xyz(&text)
-        .and_then(|m| m.with_charge(args.charge))
-        .map_err(|err| format!("--xyz `{}`: {err}", args.xyz))?;
-    let basis_set = BasisSet::load(&args.basis).map_err(|err| format!("--basis: {err}"))?;
-    let kind = if args.cartesian {
+        .and_then(|m| m.with_charge(charge))
+        .map_err(|err| format!("--xyz `{xyz}`: {err}"))?;
+    let basis_set = BasisSet::load(basis).map_err(|err| format!("--basis: {err}"))?;
+    let kind = if cartesian {
         AngularKind::Cartesian
     } else {
         AngularKind::Spherical
     };
-    let basis = Basis::new(&molecule, &basis_set, kind).map_err(|err| err.to_string())?;
+    let placed = Basis::new(&molecule, &basis_set, kind).map_err(|err| err.to_string())?;
+    Ok((molecule, basis_set, placed))
+}
+
+/// The largest |value| of one kind of parameter and where it is: (value, shell index,
+/// primitive index, parameter).
+fn largest(
+    gradient: &RhfGradient,
+    pick: impl Fn(&tutti_adjoint::ShellGradient) -> (&[f64], &[f64]),
+) -> Option<(f64, usize, usize, f64)> {
+    let mut best: Option<(f64, usize, usize, f64)> = None;
+    for (index, shell) in gradient.shells.iter().enumerate() {
+        let (grads, params) = pick(shell);
+        for (primitive, (&grad, &param)) in grads.iter().zip(params).enumerate() {
+            if best.is_none_or(|(b, ..)| grad.abs() > b.abs()) {
+                best = Some((grad, index, primitive, param));
+            }
+        }
+    }
+    best
+}
+
+fn run_gradient(args: &GradientArgs) -> Result<(), String> {
+    let (molecule, basis_set, basis) =
+        load_input(&args.xyz, &args.basis, args.charge, args.cartesian)?;
+    let options = GradientOptions::default()
+        .with_threads(args.threads)
+        .with_serial(args.serial);
+    let gradient = rhf_gradient(&molecule, &basis, &options).map_err(|err| err.to_string())?;
+    let json = gradient.to_json(&molecule, basis_set.name());
+    if args.out == "-" {
+        println!("{json}");
+    } else {
+        std::fs::write(&args.out, format!("{json}\n"))
+            .map_err(|err| format!("cannot write --out `{}`: {err}", args.out))?;
+    }
+    // With `--out -` the JSON owns standard output; the summary goes to standard error.
+    let summary = gradient_summary(args, &molecule, basis_set.name(), &gradient);
+    if args.out == "-" {
+        eprint!("{summary}");
+    } else {
+        print!("{summary}");
+    }
+    Ok(())
+}
+
+/// The human summary of a gradient run: sizes, energy, the largest components, timings.
+fn gradient_summary(
+    args: &GradientArgs,
+    molecule: &Molecule,
+    basis_name: &str,
+    gradient: &RhfGradient,
+) -> String {
+    use std::fmt::Write;
+
+    let primitives: usize = gradient.shells.iter().map(|s| s.exponents.len()).sum();
+    let angular = if args.cartesian {
+        "cartesian"
+    } else {
+        "spherical"
+    };
+    let mut text = String::new();
+    let _ = writeln!(
+        text,
+        "RHF/{basis_name} ({angular}) gradient, {} atoms, {} shells, {} parameters \
+         ({primitives} exponents, {primitives} coefficients)",
+        molecule.atoms().len(),
+        gradient.shells.len(),
+        2 * primitives,
+    );
+    let _ = writeln!(
+        text,
+        "  E(RHF)        = {:.10} Eh ({} SCF iterations)",
+        gradient.energy, gradient.iterations
+    );
+    let location = |shell: usize, primitive: usize| {
+        let shell_data = &gradient.shells[shell];
+        let symbol = molecule
+            .atoms()
+            .get(shell_data.atom)
+            .map_or("?", |atom| atom.symbol());
+        format!(
+            "atom {} ({symbol}), shell {shell} (l = {}), primitive {primitive}",
+            shell_data.atom, shell_data.l
+        )
+    };
+    if let Some((grad, shell, primitive, alpha)) =
+        largest(gradient, |s| (&s.grad_exponents, &s.exponents))
+    {
+        let _ = writeln!(
+            text,
+            "  max |dE/dalpha| = {:.6e} Eh bohr^2 at {}, alpha = {alpha}",
+            grad.abs(),
+            location(shell, primitive)
+        );
+    }
+    if let Some((grad, shell, primitive, coefficient)) =
+        largest(gradient, |s| (&s.grad_coefficients, &s.coefficients))
+    {
+        let _ = writeln!(
+            text,
+            "  max |dE/dc|     = {:.6e} Eh at {}, c = {coefficient}",
+            grad.abs(),
+            location(shell, primitive)
+        );
+    }
+    let threads = match (args.serial, args.threads) {
+        (true, _) => "serial".to_string(),
+        (false, 0) => "all cores".to_string(),
+        (false, n) => format!("{n} threads"),
+    };
+    let t = &gradient.timings;
+    let _ = writeln!(
+        text,
+        "  time: SCF {:.3} s, overlap {:.3} s, core Hamiltonian {:.3} s, two-electron {:.3} s, \
+         Fock {:.3} s, total {:.3} s ({threads})",
+        t.scf, t.overlap, t.core_hamiltonian, t.two_electron, t.fock, t.total
+    );
+    if args.out != "-" {
+        let _ = writeln!(text, "  wrote {}", args.out);
+    }
+    text
+}
+
+fn run_energy(args: &EnergyArgs) -> Result<(), String> {
+    let start = Instant::now();
+    let (molecule, basis_set, basis) =
+        load_input(&args.xyz, &args.basis, args.charge, args.cartesian)?;
     let input_seconds = start.elapsed().as_secs_f64();
     let options = ScfOptions::default().with_threads(args.threads);
     let result = rhf(&molecule, &basis, &options).map_err(|err| err.to_string())?;
@@ -140,5 +309,120 @@ mod tests {
         std::fs::remove_file(&path).unwrap();
         let message = run_energy(&args(xyz, "sto-3g")).unwrap_err();
         assert!(message.contains("--xyz"), "{message}");
+    }
+
+    /// PySCF 2.14's built-in sto-3g digits for H, as an NWChem file.
+    const PYSCF_STO3G_H: &str = "H    S
+      3.42525091             0.15432897
+      0.62391373             0.53532814
+      0.16885540             0.44463454
+";
+
+    /// /work/shared/reference/adjoint/h2_sto3g.json: H2 with R = 1.4 bohr (z = -+0.7 bohr,
+    /// here in Angstrom), PySCF 2.14 `e_rhf` and, for atom 0, `gradient.flat_richardson`
+    /// (central finite differences, Richardson-extrapolated): dE/dalpha_i then dE/dc_i.
+    const H2_XYZ: &str = "2\nH2\nH 0 0 -0.370424047644\nH 0 0 0.370424047644\n";
+    const H2_ENERGY: f64 = -1.116714325062551;
+    const H2_ATOM0_FD: [f64; 6] = [
+        0.0009702490320461712,
+        0.02753801233085289,
+        0.06245298329777559,
+        0.0875149751777826,
+        0.004781982939257763,
+        -0.03613310382011292,
+    ];
+
+    fn gradient_args(xyz: &str, basis: &str, out: &str) -> GradientArgs {
+        GradientArgs {
+            xyz: xyz.to_string(),
+            basis: basis.to_string(),
+            threads: 2,
+            serial: false,
+            charge: 0,
+            cartesian: false,
+            out: out.to_string(),
+        }
+    }
+
+    #[test]
+    fn gradient_writes_json_matching_pyscf_finite_differences() {
+        let dir = std::env::temp_dir().join(format!("tutti-cli-grad-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let xyz = dir.join("h2.xyz");
+        let basis = dir.join("sto3g-pyscf.nw");
+        let out = dir.join("grad.json");
+        std::fs::write(&xyz, H2_XYZ).unwrap();
+        std::fs::write(&basis, PYSCF_STO3G_H).unwrap();
+        let args = gradient_args(
+            xyz.to_str().unwrap(),
+            basis.to_str().unwrap(),
+            out.to_str().unwrap(),
+        );
+        run_gradient(&args).expect("h2/sto-3g gradient");
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).expect("JSON");
+        let energy = json["energy"].as_f64().expect("energy");
+        assert!((energy - H2_ENERGY).abs() < 1e-8, "{energy}");
+        let shell = &json["basis"][0]["shells"][0];
+        assert_eq!(json["basis"][0]["symbol"], "H");
+        assert_eq!(shell["l"], 0);
+        let values = |key: &str| -> Vec<f64> {
+            shell[key]
+                .as_array()
+                .unwrap_or_else(|| panic!("{key} in {shell}"))
+                .iter()
+                .map(|v| v.as_f64().expect("a number"))
+                .collect()
+        };
+        let got = [values("grad_exponents"), values("grad_coefficients")].concat();
+        assert_eq!(got.len(), 6);
+        for (k, (&got, &reference)) in got.iter().zip(&H2_ATOM0_FD).enumerate() {
+            assert!(
+                (got - reference).abs() <= (1e-6 * reference.abs()).max(1e-8),
+                "parameter {k}: {got} vs {reference}"
+            );
+        }
+
+        // The summary names the largest component: here dE/dalpha of the most diffuse
+        // primitive (0.0625 Eh bohr^2 on either atom).
+        let rhf = rhf_gradient(
+            &Molecule::from_xyz(H2_XYZ).unwrap(),
+            &Basis::new(
+                &Molecule::from_xyz(H2_XYZ).unwrap(),
+                &BasisSet::load(basis.to_str().unwrap()).unwrap(),
+                AngularKind::Spherical,
+            )
+            .unwrap(),
+            &GradientOptions::default().with_serial(true),
+        )
+        .expect("serial gradient");
+        let (grad, _, primitive, alpha) =
+            largest(&rhf, |s| (&s.grad_exponents, &s.exponents)).expect("a largest");
+        assert_eq!((primitive, alpha), (2, 0.1688554));
+        assert!((grad - H2_ATOM0_FD[2]).abs() < 1e-8, "{grad}");
+
+        let message = run_gradient(&gradient_args(
+            xyz.to_str().unwrap(),
+            "no-such-basis",
+            out.to_str().unwrap(),
+        ))
+        .unwrap_err();
+        assert!(message.contains("--basis"), "{message}");
+        let message = run_gradient(&gradient_args(
+            xyz.to_str().unwrap(),
+            "sto-3g",
+            dir.join("missing").join("grad.json").to_str().unwrap(),
+        ))
+        .unwrap_err();
+        assert!(message.contains("--out"), "{message}");
+        std::fs::write(&xyz, "1\nH\nH 0 0 0\n").unwrap();
+        let message = run_gradient(&gradient_args(
+            xyz.to_str().unwrap(),
+            "sto-3g",
+            out.to_str().unwrap(),
+        ))
+        .unwrap_err();
+        assert!(message.contains("even"), "{message}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

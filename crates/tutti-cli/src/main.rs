@@ -30,7 +30,7 @@ enum Command {
     Fmm(fmm::FmmArgs),
     /// Compress the product of a stack of tensor trains by successive randomized compression.
     Sweep(sweep::SweepArgs),
-    /// Gaussian-basis RHF energies (adjoint workload).
+    /// Gaussian-basis RHF energies and their gradients w.r.t. basis parameters (adjoint).
     Adjoint(adjoint::AdjointArgs),
     /// Least-squares fits over experiments split among devices.
     Fit(fit::FitArgs),
