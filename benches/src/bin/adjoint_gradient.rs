@@ -220,10 +220,13 @@ fn main() -> Result<(), Box<dyn Error>> {
                 tt.two_electron,
                 tt.fock,
                 serial_gradient / seconds,
-                serial_fraction.map_or(String::new(), |e| format!(
-                    ", serial fraction {e:.3} (Amdahl ceiling {:.1}x)",
-                    1.0 / e.max(1e-9)
-                )),
+                serial_fraction.map_or(String::new(), |e| if e > 0.0 {
+                    format!(", serial fraction {e:.3} (Amdahl ceiling {:.1}x)", 1.0 / e)
+                } else {
+                    // A speedup at or above the thread count (timing noise) implies no
+                    // serial part: there is no finite ceiling to print.
+                    format!(", serial fraction {e:.3} (at or above linear: no ceiling)")
+                }),
                 scf.iterations,
                 seconds / scf_seconds,
                 threaded.timings.total / scf_seconds,
@@ -235,7 +238,7 @@ fn main() -> Result<(), Box<dyn Error>> {
                 "speedup_vs_one_thread": speedup,
                 "speedup_vs_serial": serial_gradient / seconds,
                 "serial_fraction_karp_flatt": serial_fraction,
-                "amdahl_ceiling": serial_fraction.map(|e| 1.0 / e.max(1e-9)),
+                "amdahl_ceiling": serial_fraction.filter(|e| *e > 0.0).map(|e| 1.0 / e),
                 "scf_energy_seconds": scf_seconds,
                 "scf_iterations": scf.iterations,
                 "gradient_over_scf": seconds / scf_seconds,
