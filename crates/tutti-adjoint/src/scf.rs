@@ -126,16 +126,21 @@ pub struct RhfResult {
 /// options, a failed eigendecomposition, or [`AdjointError::NotConverged`].
 pub fn rhf(molecule: &Molecule, basis: &Basis, options: &ScfOptions) -> Result<RhfResult> {
     validate(options)?;
-    let pool = match options.threads {
-        0 => None,
-        n => Some(
-            rayon::ThreadPoolBuilder::new()
-                .num_threads(n)
-                .build()
-                .map_err(|err| AdjointError::ThreadPool(err.to_string()))?,
-        ),
-    };
+    let pool = thread_pool(options.threads)?;
     run(molecule, basis, options, pool.as_ref())
+}
+
+/// The pool that `threads` asks for: `None` (the current/global pool) for 0, else a dedicated
+/// pool of that many threads.
+pub(crate) fn thread_pool(threads: usize) -> Result<Option<rayon::ThreadPool>> {
+    match threads {
+        0 => Ok(None),
+        n => rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .build()
+            .map(Some)
+            .map_err(|err| AdjointError::ThreadPool(err.to_string())),
+    }
 }
 
 /// [`rhf`] with the threaded Fock build on a caller's pool (e.g. a device's,

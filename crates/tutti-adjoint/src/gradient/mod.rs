@@ -30,7 +30,7 @@ use serde::Serialize;
 use self::accumulate::PrimitiveTerms;
 use self::terms::Inputs;
 use crate::basis::Basis;
-use crate::error::{AdjointError, Result};
+use crate::error::Result;
 use crate::integrals::eri::EriEngine;
 use crate::integrals::functions::FunctionShell;
 use crate::integrals::one_electron::point_charges;
@@ -161,15 +161,7 @@ pub fn rhf_gradient(
     basis: &Basis,
     options: &GradientOptions,
 ) -> Result<RhfGradient> {
-    let pool = match options.scf.threads {
-        0 => None,
-        n => Some(
-            rayon::ThreadPoolBuilder::new()
-                .num_threads(n)
-                .build()
-                .map_err(|err| AdjointError::ThreadPool(err.to_string()))?,
-        ),
-    };
+    let pool = crate::scf::thread_pool(options.scf.threads)?;
     run(molecule, basis, options, pool.as_ref())
 }
 
