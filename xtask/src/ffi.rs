@@ -5,14 +5,47 @@ use std::process::Command;
 
 use crate::tools::{cargo, ensure_ffi_tools, on_path, run, succeeds, Failure, Workspace};
 
-/// Builds libtutti (debug), then compiles and runs every `ffi-tests/c/*.c` with gcc (plain and under
-/// AddressSanitizer), `ffi-tests/fortran` with gfortran (under valgrind when it is installed),
-/// and the pytest suite of `python/tests` against it.
+/// Which build of libtutti a suite runs against.
+#[derive(Clone, Copy)]
+enum Profile {
+    /// `cargo build`: debug assertions on.
+    Debug,
+    /// `cargo build --release`: what users link (overflow checks on, debug assertions off).
+    Release,
+}
+
+impl Profile {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Debug => "debug",
+            Self::Release => "release",
+        }
+    }
+}
+
+/// Runs every suite against the debug library, then against the release library.
 pub fn run_all(workspace: &Workspace) -> Result<(), Failure> {
     ensure_ffi_tools()?;
+    for profile in [Profile::Debug, Profile::Release] {
+        run_suites(workspace, profile)?;
+    }
+    println!("==> ffi-test: all passed (debug and release libraries)");
+    Ok(())
+}
+
+/// Builds libtutti in `profile`, then compiles and runs every `ffi-tests/c/*.c` with gcc
+/// (plain and under AddressSanitizer), `ffi-tests/fortran` with gfortran (under valgrind when
+/// it is installed, for the debug library), and the pytest suite of `python/tests` against it.
+fn run_suites(workspace: &Workspace, profile: Profile) -> Result<(), Failure> {
+    println!("==> ffi-test against the {} library", profile.name());
     let root = &workspace.root;
-    run(cargo().args(["build", "-p", "tutti-capi"]))?;
-    let lib_dir = workspace.target_dir.join("debug");
+    let mut build_lib = cargo();
+    build_lib.args(["build", "-p", "tutti-capi"]);
+    if let Profile::Release = profile {
+        build_lib.arg("--release");
+    }
+    run(&mut build_lib)?;
+    let lib_dir = workspace.target_dir.join(profile.name());
     let library = lib_dir.join("libtutti.so");
     if !library.is_file() {
         return Err(Failure::new(format!(
@@ -20,7 +53,7 @@ pub fn run_all(workspace: &Workspace) -> Result<(), Failure> {
             library.display()
         )));
     }
-    let build = root.join("ffi-tests").join("build");
+    let build = root.join("ffi-tests").join("build").join(profile.name());
     std::fs::create_dir_all(&build)
         .map_err(|err| Failure::new(format!("creating {}: {err}", build.display())))?;
     let link = |command: &mut Command| {
@@ -96,7 +129,7 @@ pub fn run_all(workspace: &Workspace) -> Result<(), Failure> {
         .arg(&fortran_binary);
     link(&mut gfortran);
     run(&mut gfortran)?;
-    if on_path("valgrind") {
+    if matches!(profile, Profile::Debug) && on_path("valgrind") {
         println!("(under valgrind)");
         run(Command::new("valgrind")
             .args([
@@ -108,7 +141,7 @@ pub fn run_all(workspace: &Workspace) -> Result<(), Failure> {
             .arg(&fortran_binary)
             .current_dir(root))?;
     } else {
-        println!("(valgrind not installed: running it plainly)");
+        println!("(plainly: valgrind runs only against the debug library, when installed)");
         run(Command::new(&fortran_binary).current_dir(root))?;
     }
 
@@ -120,7 +153,6 @@ pub fn run_all(workspace: &Workspace) -> Result<(), Failure> {
         .env("TUTTI_LIB", &library)
         .env("PYTHONPATH", join_python_path(&root.join("python")))
         .env("PYTHONDONTWRITEBYTECODE", "1"))?;
-    println!("==> ffi-test: all passed");
     Ok(())
 }
 

@@ -4,11 +4,18 @@
 //! - `ffi-test`: build libtutti and run the C, Fortran and Python tests of the C ABI.
 //! - `demo [ARGS...]`: `cargo run --release -p tutti-cli -- demo ARGS...`.
 //! - `bench [NAME...]`: run the named binaries of `tutti-benches` (all when none is named).
+//! - `fuzz [--seconds N] [--runs N] [TARGET...]`: build the libFuzzer targets of `fuzz/` and run
+//!   each for N seconds (default 60) or N executions.
+//! - `campaign-chaos [--kills N] [--replicates N] [--seed N]`: SIGKILL a checkpointed
+//!   campaign N times at random moments, resume it, check it against an uninterrupted run,
+//!   then fail a ledger write on a full "disk" and rerun.
 //! - `ci`: install missing tools, then formatting, lints, tests, the cuda build, the header
 //!   check and the FFI tests, failing fast.
 
+mod chaos;
 mod ci;
 mod ffi;
+mod fuzz;
 mod header;
 mod tools;
 
@@ -24,6 +31,12 @@ tasks:
   ffi-test           build libtutti, run the C, Fortran (gfortran) and Python (pytest) tests
   demo [ARGS...]     cargo run --release -p tutti-cli -- demo ARGS...
   bench [NAME...]    run the tutti-benches binaries NAME... (all of them when none is named)
+  fuzz [--seconds N] [--runs N] [TARGET...]
+                     build the fuzz targets of fuzz/ (stable toolchain, RUSTC_BOOTSTRAP=1)
+                     and run each for N seconds (default 60) or N executions
+  campaign-chaos [--kills N] [--replicates N] [--seed N]
+                     kill a checkpointed campaign N times (default 200), resume, compare with
+                     an uninterrupted run; then a ledger write on a full disk, and a rerun
   ci                 install missing tools, then fmt, clippy, test, cuda clippy, header check,
                      ffi-test; stops at the first failure
 ";
@@ -60,6 +73,8 @@ fn dispatch(args: &[String]) -> Result<(), Failure> {
             .args(["run", "--release", "-p", "tutti-cli", "--", "demo"])
             .args(rest)),
         "bench" => bench(&Workspace::load()?, rest),
+        "campaign-chaos" => chaos::run_all(&Workspace::load()?, &chaos::ChaosOptions::parse(rest)?),
+        "fuzz" => fuzz::run_all(&Workspace::load()?, &fuzz::FuzzBudget::parse(rest)?),
         "ci" => {
             no_args(task, rest)?;
             ci::run_all()

@@ -1,0 +1,47 @@
+//! The train reader: 1–4 `.npy` files as `000.npy`, `001.npy`, ... opened, read and used.
+//! Oracle: no panic, no abort; a train that reads back holds exactly the entries its shapes
+//! claim, and a small one can be contracted (norm, distance to itself).
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use tutti_sweep::{Complex64, NpyTrain, Scalar, TensorTrain};
+
+fn check<T: Scalar>(train: &TensorTrain<T>) {
+    let mut total: usize = 0;
+    for core in train.cores() {
+        let claimed = core
+            .shape
+            .dims(train.kind())
+            .iter()
+            .try_fold(1usize, |product, &dim| product.checked_mul(dim));
+        assert_eq!(
+            claimed,
+            Some(core.data.len()),
+            "a core of shape {:?} holds {} entries",
+            core.shape,
+            core.data.len()
+        );
+        total = total.saturating_add(core.data.len());
+    }
+    if total <= 4096 {
+        let norm = tutti_sweep::norm(train);
+        assert!(!norm.is_nan(), "the norm of a finite train is NaN");
+        let _ = tutti_sweep::distance(train, train);
+    }
+}
+
+fuzz_target!(|data: &[u8]| {
+    let files = tutti_fuzz::split_files(data, 4);
+    let names: Vec<String> = (0..files.len()).map(|site| format!("{site:03}.npy")).collect();
+    let dir = tutti_fuzz::write_scratch(&names, &files);
+    let Ok(train) = NpyTrain::open(dir) else {
+        return;
+    };
+    if train.is_complex() {
+        if let Ok(train) = train.read::<Complex64>() {
+            check(&train);
+        }
+    } else if let Ok(train) = train.read::<f64>() {
+        check(&train);
+    }
+});
