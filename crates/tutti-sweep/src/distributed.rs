@@ -13,6 +13,7 @@ use tutti_group::Comm;
 
 use crate::layer::Layer;
 use crate::linalg::qr_q_transposed;
+use crate::memory::try_filled_vec;
 use crate::sketch::{block, sketch_block};
 use crate::src::{Pass, ProgressFn, SweepProgress};
 use crate::stack::{Stack, StackReader};
@@ -77,7 +78,7 @@ impl Exchange for Comm<'_> {
 #[derive(Clone, Copy)]
 pub(crate) struct SweepPlan<'a> {
     pub stack: &'a Stack,
-    /// The sketch width s (chi_out + oversample).
+    /// The sketch width s (chi_out + oversample, clamped to the product's largest bond).
     pub width: usize,
     pub seed: u64,
     pub par: Par,
@@ -120,11 +121,19 @@ fn env_times_cores<T: Scalar>(
 /// [`env_times_cores`]) contracted with this rank's sketch vectors `g` (row-major
 /// `Col x (d_out d_in)`) column by column: the next environment,
 /// `[Col, Left(0), ..., Left(L-1)]` (the right bonds renamed for the next site).
-fn apply_sketch<T: Scalar>(t: &Tensor<T>, g: &[T], depth: usize, par: Par) -> Tensor<T> {
+fn apply_sketch<T: Scalar>(
+    t: &Tensor<T>,
+    g: &[T],
+    depth: usize,
+    par: Par,
+) -> Result<Tensor<T>, SweepError> {
     let d_out = t.dims[0];
+    // Factors of `t`'s length, which is in memory: their products fit.
     let middle: usize = t.dims[1..depth].iter().product();
     let (cols, d_in, inner) = (t.dims[depth], t.dims[depth + 1], t.dims[depth + 2]);
-    let mut data = vec![T::zero(); cols * middle * inner];
+    let mut data = try_filled_vec(cols * middle * inner, T::zero(), || {
+        "a sketched environment".to_string()
+    })?;
     // Each result row is finished while it is in cache: its d_out * d_in terms are summed
     // one after the other (in the same order whatever the threads).
     let column = |c: usize, out_c: &mut [T]| {
@@ -161,7 +170,7 @@ fn apply_sketch<T: Scalar>(t: &Tensor<T>, g: &[T], depth: usize, par: Par) -> Te
     dims.push(inner);
     let mut axes = vec![Axis::Col];
     axes.extend((0..depth).map(Axis::Left));
-    Tensor::new(data, dims, axes)
+    Ok(Tensor::new(data, dims, axes))
 }
 
 /// The projected right environment `s_env` (`[Bond, Right(0), ..., Right(L-1)]`) times every
@@ -235,19 +244,18 @@ pub(crate) fn sweep_rank<T: Scalar, X: Exchange>(
     let mut envs = Vec::with_capacity(n);
     // Intermediates of one site, reused at the next (same shapes in the bulk of the train).
     let mut buffers = Buffers::default();
-    envs.push(Tensor::new(
-        vec![T::one(); columns.len()],
-        env_dims,
-        env_axes.clone(),
-    ));
+    let first_env = try_filled_vec(columns.len(), T::one(), || {
+        format!("the first sketched environment ({} columns)", columns.len())
+    })?;
+    envs.push(Tensor::new(first_env, env_dims, env_axes.clone()));
     {
         let mut reader = StackReader::new(stack, layers, false)?;
         for site in 0..n - 1 {
             report(plan.progress, rank, Pass::Sketch, site, n);
             let cores = reader.next_site(site)?;
-            let g = sketch_block::<T>(plan.seed, site, columns.clone(), stack.phys(site));
+            let g = sketch_block::<T>(plan.seed, site, columns.clone(), stack.phys(site))?;
             let t = env_times_cores(&envs[site], &cores, par, &mut buffers);
-            envs.push(apply_sketch(&t, &g, depth, par));
+            envs.push(apply_sketch(&t, &g, depth, par)?);
             buffers.give(t.data);
         }
     }

@@ -112,6 +112,15 @@ pub enum SweepError {
         /// The site (0-based).
         site: usize,
     },
+    /// Memory for a buffer whose size comes from the input (a core read from a file, the
+    /// sketch) could not be reserved; nothing was allocated.
+    #[error("out of memory: cannot allocate {bytes} bytes for {what}")]
+    OutOfMemory {
+        /// What the buffer was for.
+        what: String,
+        /// The bytes asked for (saturated at `u64::MAX` when the size itself overflows).
+        bytes: u64,
+    },
     /// The devices could not be used or a collective failed.
     #[error("devices: {0}")]
     Devices(String),

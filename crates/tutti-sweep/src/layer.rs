@@ -46,7 +46,36 @@ impl<T: Scalar> Layer<T> for TensorTrain<T> {
 }
 
 /// Every core of a layer, in memory.
+///
+/// Errors: those of the stream, and a stream that ends early or yields a core other than the
+/// layer's shapes announce (a loader that died, or a [`Layer`] implementation at odds with
+/// itself): the result is never a silently shortened train.
 pub fn load<T: Scalar>(layer: &dyn Layer<T>) -> Result<TensorTrain<T>, SweepError> {
+    let shapes = layer.shapes();
     let cores = layer.stream(false)?.collect::<Result<Vec<_>, _>>()?;
+    if cores.len() != shapes.len() {
+        return Err(SweepError::LengthMismatch {
+            detail: format!(
+                "{}: the stream yielded {} cores for {} sites",
+                layer.name(),
+                cores.len(),
+                shapes.len()
+            ),
+        });
+    }
+    for (site, (core, shape)) in cores.iter().zip(&shapes).enumerate() {
+        if core.shape != *shape || shape.checked_len() != Some(core.data.len()) {
+            return Err(SweepError::BadShape {
+                train: layer.name(),
+                site,
+                shape: core.shape.dims(layer.kind()),
+                expected: format!(
+                    "the announced shape {:?} with as many entries, got {}",
+                    shape.dims(layer.kind()),
+                    core.data.len()
+                ),
+            });
+        }
+    }
     Ok(TensorTrain::from_trusted(layer.kind(), cores))
 }

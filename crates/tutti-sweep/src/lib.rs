@@ -38,6 +38,7 @@ mod error;
 mod exact;
 mod layer;
 mod linalg;
+mod memory;
 mod models;
 mod npy_io;
 mod scalar;

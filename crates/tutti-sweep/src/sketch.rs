@@ -10,7 +10,8 @@ use std::ops::Range;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use crate::Scalar;
+use crate::memory::try_with_capacity;
+use crate::{Scalar, SweepError};
 
 /// The generator of sketch column `column` at `site`.
 fn column_rng(seed: u64, site: usize, column: usize) -> ChaCha8Rng {
@@ -24,18 +25,26 @@ fn column_rng(seed: u64, site: usize, column: usize) -> ChaCha8Rng {
 
 /// The sketch vectors of `columns` at `site`: row-major (columns.len() x phys), row i the
 /// vector of column `columns.start + i` (N(0,1) entries, complex Ginibre for complex `T`).
+///
+/// Errors: `OutOfMemory` when the block cannot be allocated.
 pub(crate) fn sketch_block<T: Scalar>(
     seed: u64,
     site: usize,
     columns: Range<usize>,
     phys: usize,
-) -> Vec<T> {
-    let mut out = Vec::with_capacity(columns.len() * phys);
+) -> Result<Vec<T>, SweepError> {
+    let len = columns.len().saturating_mul(phys);
+    let mut out = try_with_capacity(len, || {
+        format!(
+            "the sketch vectors of site {site} ({} columns x {phys})",
+            columns.len()
+        )
+    })?;
     for column in columns {
         let mut rng = column_rng(seed, site, column);
         out.extend((0..phys).map(|_| T::gaussian(&mut rng)));
     }
-    out
+    Ok(out)
 }
 
 /// The contiguous block of `0..total` that rank `rank` of `size` owns: sizes differ by at most
@@ -49,19 +58,21 @@ pub(crate) fn block(total: usize, size: usize, rank: usize) -> Range<usize> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
     #[test]
     fn columns_do_not_depend_on_the_split() {
-        let whole: Vec<f64> = sketch_block(7, 3, 0..10, 4);
+        let draw = |seed, site, columns| sketch_block::<f64>(seed, site, columns, 4).unwrap();
+        let whole = draw(7, 3, 0..10);
         let mut pieces = Vec::new();
         for rank in 0..3 {
-            pieces.extend(sketch_block::<f64>(7, 3, block(10, 3, rank), 4));
+            pieces.extend(draw(7, 3, block(10, 3, rank)));
         }
         assert_eq!(whole, pieces);
-        assert_ne!(whole, sketch_block::<f64>(7, 4, 0..10, 4));
-        assert_ne!(whole, sketch_block::<f64>(8, 3, 0..10, 4));
+        assert_ne!(whole, draw(7, 4, 0..10));
+        assert_ne!(whole, draw(8, 3, 0..10));
     }
 
     #[test]

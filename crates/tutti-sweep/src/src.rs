@@ -1,6 +1,7 @@
 //! Successive randomized compression (SRC) of a stack: options, entry points, diagnostics.
 
-use std::sync::{Arc, Once};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 use faer::Par;
@@ -124,7 +125,8 @@ impl SrcOptions {
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct SrcInfo {
-    /// The sketch width, `chi_out + oversample`.
+    /// The sketch width: `chi_out + oversample`, at most the largest bond the product can
+    /// have (wider sketches could not raise any bond; a huge `chi_out` costs nothing).
     pub sketch_width: usize,
     /// The bonds of the result, `[1, ..., 1]`.
     pub bonds: Vec<usize>,
@@ -140,7 +142,9 @@ pub struct SrcInfo {
     pub truncated_weight: f64,
 }
 
-static SHORT_TRAIN_NOTE: Once = Once::new();
+/// Whether the note on 2-site stacks was logged (once per process; an atomic, not a `Once`,
+/// so that nothing can be poisoned by a logger that fails).
+static SHORT_TRAIN_NOTED: AtomicBool = AtomicBool::new(false);
 
 /// Compresses the product of a stack of trains to bonds <= `chi_out` in one randomized sweep.
 ///
@@ -162,8 +166,12 @@ static SHORT_TRAIN_NOTE: Once = Once::new();
 /// result equals the plain path's to rounding, and is bit-identical on one device. The same
 /// seed gives the same bits run to run.
 ///
-/// Stacks of two sites are contracted exactly ([`compress_exact`]; a note is printed once);
-/// one site is an error.
+/// Stacks of two sites are contracted exactly ([`compress_exact`]; a note goes to the `log`
+/// facade at info level, once); one site is an error. The library never prints.
+///
+/// The sketch width is clamped to the largest bond the product can have at any site (the
+/// smaller of the physical dimensions on either side and the product of the layers' bonds),
+/// so `chi_out` may be anything from 1 up: `usize::MAX` means "exact".
 ///
 /// Errors: an empty stack, trains of different lengths, an MPS in the middle, a bra times a
 /// ket, mismatched physical legs or bonds, a single site, `chi_out = 0`, a cutoff outside
@@ -180,25 +188,23 @@ pub fn src<T: Scalar>(
             detail: "a single site: there is no bond to compress".into(),
         });
     }
+    // No bond of the result can exceed the product's largest possible bond, so neither can a
+    // useful sketch: clamping keeps every rank and result as it was and bounds the buffers.
     let width = options
         .chi_out
-        .checked_add(options.oversample)
-        .ok_or_else(|| SweepError::InvalidOption {
-            name: "oversample",
-            value: options.oversample.to_string(),
-            expected: "chi_out + oversample must fit in usize",
-        })?;
+        .saturating_add(options.oversample)
+        .min(stack.max_bond());
     let group = match &options.resources {
         Some(resources) => Some(make_group(resources)?),
         None => None,
     };
     let devices = group.as_ref().map_or(1, Group::size);
     if stack.sites == 2 {
-        SHORT_TRAIN_NOTE.call_once(|| {
-            eprintln!(
+        if !SHORT_TRAIN_NOTED.swap(true, Ordering::Relaxed) {
+            log::info!(
                 "tutti-sweep: a 2-site stack is contracted exactly (SRC needs 3 sites or more)"
             );
-        });
+        }
         let (train, exact) = compress_exact(layers, options.chi_out, options.cutoff)?;
         let info = SrcInfo {
             sketch_width: width,

@@ -132,12 +132,34 @@ impl Stack {
     /// The fused physical dimension of the product at `site`.
     pub fn phys(&self, site: usize) -> usize {
         let (o, i) = self.out_phys(site);
-        o * i
+        o.saturating_mul(i)
     }
 
-    /// The product's bond dimension left of `site` (the product over layers, MPO-major).
+    /// The product's bond dimension left of `site` (the product over layers, MPO-major;
+    /// saturating at `usize::MAX`, beyond any bond a sweep can hold).
     pub fn fused_left(&self, site: usize) -> usize {
-        self.shapes.iter().map(|s| s[site].left).product()
+        self.shapes
+            .iter()
+            .fold(1usize, |acc, s| acc.saturating_mul(s[site].left))
+    }
+
+    /// The largest bond the product can have at any of its inner bonds: at the bond left of
+    /// site k, the smallest of the fused physical dimensions left of it, those right of it,
+    /// and the product of the layers' bonds (1 for a single site). Saturating.
+    pub fn max_bond(&self) -> usize {
+        let phys: Vec<usize> = (0..self.sites).map(|k| self.phys(k)).collect();
+        let mut right_products = vec![1usize; self.sites + 1];
+        for k in (0..self.sites).rev() {
+            right_products[k] = right_products[k + 1].saturating_mul(phys[k]);
+        }
+        let mut left_product = 1usize;
+        let mut largest = 1;
+        for k in 1..self.sites {
+            left_product = left_product.saturating_mul(phys[k - 1]);
+            let cap = left_product.min(right_products[k]).min(self.fused_left(k));
+            largest = largest.max(cap);
+        }
+        largest
     }
 
     /// The product's core shape at `site` for left and right bonds `left`, `right`, in the
@@ -199,22 +221,34 @@ impl<'a, T: Scalar> StackReader<'a, T> {
             let core = stream.next().ok_or_else(|| SweepError::LengthMismatch {
                 detail: format!("layer {l} ended before site {site}"),
             })??;
-            cores.push(layer_tensor(l, self.stack.shapes[l][site], core));
+            cores.push(layer_tensor(l, site, self.stack.shapes[l][site], core)?);
         }
         Ok(cores)
     }
 }
 
 /// A core as a tensor of layer `l` in its role shape (same data as the stored core).
-pub(crate) fn layer_tensor<T: Scalar>(l: usize, shape: CoreShape, core: Core<T>) -> Tensor<T> {
-    Tensor::new(
-        core.data,
-        vec![shape.left, shape.d_out, shape.d_in, shape.right],
-        vec![
-            Axis::Left(l),
-            Axis::Phys(l),
-            Axis::Phys(l + 1),
-            Axis::Right(l),
-        ],
-    )
+///
+/// Errors: a core whose data does not have the entries of the shape the layer announced (a
+/// [`Layer`] implementation that streams something else than its shapes say).
+pub(crate) fn layer_tensor<T: Scalar>(
+    l: usize,
+    site: usize,
+    shape: CoreShape,
+    core: Core<T>,
+) -> Result<Tensor<T>, SweepError> {
+    let dims = vec![shape.left, shape.d_out, shape.d_in, shape.right];
+    let entries = core.data.len();
+    let axes = vec![
+        Axis::Left(l),
+        Axis::Phys(l),
+        Axis::Phys(l + 1),
+        Axis::Right(l),
+    ];
+    Tensor::from_parts(core.data, dims.clone(), axes).ok_or_else(|| SweepError::BadShape {
+        train: format!("layer {l} of the stack"),
+        site,
+        shape: dims,
+        expected: format!("a streamed core with as many entries as its shape, got {entries}"),
+    })
 }

@@ -50,11 +50,27 @@ fn position(axes: &[Axis], axis: Axis) -> Option<usize> {
 }
 
 impl<T: Scalar> Tensor<T> {
-    /// A tensor from its parts; `data.len()` must be the product of `dims`.
+    /// A tensor from its parts; `data.len()` must be the product of `dims` (checked, without
+    /// overflow: a mismatch is a bug of this crate and panics). Data from outside the crate
+    /// goes through [`Tensor::from_parts`].
     pub fn new(data: Vec<T>, dims: Vec<usize>, axes: Vec<Axis>) -> Self {
-        debug_assert_eq!(data.len(), dims.iter().product::<usize>());
-        debug_assert_eq!(dims.len(), axes.len());
+        assert!(
+            dims.len() == axes.len() && checked_product(&dims) == Some(data.len()),
+            "tensor data of {} entries does not match dims {dims:?} (axes {axes:?})",
+            data.len()
+        );
         Self { data, dims, axes }
+    }
+
+    /// A tensor from parts that come from outside the crate: `None` unless `dims` and `axes`
+    /// have the same length and `data.len()` is the product of `dims` (which must not
+    /// overflow).
+    pub fn from_parts(data: Vec<T>, dims: Vec<usize>, axes: Vec<Axis>) -> Option<Self> {
+        (dims.len() == axes.len() && checked_product(&dims) == Some(data.len())).then_some(Self {
+            data,
+            dims,
+            axes,
+        })
     }
 
     /// The all-ones tensor with every dimension 1.
@@ -469,12 +485,21 @@ pub(crate) fn contract_strided<T: Scalar>(
     Tensor::new(data, out_dims, out.to_vec())
 }
 
-/// The last element a strided `rows x cols` view starting at 0 touches, plus one.
-fn extent(rows: usize, cols: usize, row_stride: usize, col_stride: usize) -> usize {
+/// The product of `dims`, or `None` when it overflows.
+pub(crate) fn checked_product(dims: &[usize]) -> Option<usize> {
+    dims.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d))
+}
+
+/// The last element a strided `rows x cols` view starting at 0 touches, plus one; `None` when
+/// that overflows (no slice is that long).
+fn extent(rows: usize, cols: usize, row_stride: usize, col_stride: usize) -> Option<usize> {
     if rows == 0 || cols == 0 {
-        0
+        Some(0)
     } else {
-        (rows - 1) * row_stride + (cols - 1) * col_stride + 1
+        (rows - 1)
+            .checked_mul(row_stride)?
+            .checked_add((cols - 1).checked_mul(col_stride)?)?
+            .checked_add(1)
     }
 }
 
@@ -487,7 +512,7 @@ fn strided_ref<T>(
     col_stride: usize,
 ) -> MatRef<'_, T> {
     assert!(
-        extent(rows, cols, row_stride, col_stride) <= data.len(),
+        extent(rows, cols, row_stride, col_stride).is_some_and(|end| end <= data.len()),
         "strided view out of bounds"
     );
     let (rs, cs) = (signed(row_stride), signed(col_stride));
@@ -507,7 +532,7 @@ fn strided_mut<T>(
     col_stride: usize,
 ) -> MatMut<'_, T> {
     assert!(
-        extent(rows, cols, row_stride, col_stride) <= data.len(),
+        extent(rows, cols, row_stride, col_stride).is_some_and(|end| end <= data.len()),
         "strided view out of bounds"
     );
     assert!(

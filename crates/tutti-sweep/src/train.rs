@@ -28,9 +28,21 @@ pub struct CoreShape {
 }
 
 impl CoreShape {
-    /// The number of entries, `left * d_out * d_in * right`.
+    /// The number of entries, `left * d_out * d_in * right`, saturating at `usize::MAX` when
+    /// the product does not fit (no slice has that length, so a saturated length never
+    /// matches any data). Shapes that came through validation
+    /// ([`TensorTrain::new`], [`crate::NpyTrain::open`]) always fit; see
+    /// [`CoreShape::checked_len`].
     pub fn len(&self) -> usize {
-        self.left * self.d_out * self.d_in * self.right
+        self.checked_len().unwrap_or(usize::MAX)
+    }
+
+    /// The number of entries, or `None` when `left * d_out * d_in * right` overflows `usize`.
+    pub fn checked_len(&self) -> Option<usize> {
+        self.left
+            .checked_mul(self.d_out)?
+            .checked_mul(self.d_in)?
+            .checked_mul(self.right)
     }
 
     /// Whether the core holds no entries.
@@ -38,9 +50,10 @@ impl CoreShape {
         self.len() == 0
     }
 
-    /// The fused physical dimension `d_out * d_in`.
+    /// The fused physical dimension `d_out * d_in` (saturating; exact for a validated shape,
+    /// whose whole length fits).
     pub fn phys(&self) -> usize {
-        self.d_out * self.d_in
+        self.d_out.saturating_mul(self.d_in)
     }
 
     /// The shape as it is stored on disk: 3 axes for an MPS, 4 for an MPO.
@@ -91,6 +104,32 @@ pub struct TensorTrain<T> {
     cores: Vec<Core<T>>,
 }
 
+/// The most entries one core may have: its bytes (complex128, the widest element) must fit
+/// in `isize`, the limit of any allocation.
+pub(crate) const MAX_CORE_ENTRIES: usize = isize::MAX as usize / 16;
+
+/// The number of entries of `shape` (on disk: `dims`), or a `BadShape` error naming the train,
+/// the site and the dims when the product overflows or is larger than any allocation.
+pub(crate) fn core_len(
+    name: &str,
+    site: usize,
+    shape: &CoreShape,
+    dims: &[usize],
+) -> Result<usize, SweepError> {
+    match shape.checked_len() {
+        Some(len) if len <= MAX_CORE_ENTRIES => Ok(len),
+        _ => Err(SweepError::BadShape {
+            train: name.to_string(),
+            site,
+            shape: dims.to_vec(),
+            expected: format!(
+                "at most {MAX_CORE_ENTRIES} entries: the product of the dims is too large \
+                 for memory (or overflows)"
+            ),
+        }),
+    }
+}
+
 /// The checks every train passes, on shapes alone (shared by memory and disk trains).
 pub(crate) fn validate_shapes(
     name: &str,
@@ -112,6 +151,7 @@ pub(crate) fn validate_shapes(
                 expected: "every dimension at least 1".to_string(),
             });
         }
+        core_len(name, site, shape, &shape.dims(kind))?;
     }
     if shapes[0].left != 1 {
         return Err(SweepError::BondMismatch {
@@ -165,8 +205,8 @@ impl<T: Scalar> TensorTrain<T> {
     /// A train of `kind` from its cores, each `(dims, data)` with `dims` as stored on disk:
     /// (Dl, d, Dr) for an MPS, (Dl, d_out, d_in, Dr) for an MPO, `data` in C order.
     ///
-    /// Errors: no cores, a wrong number of axes, a zero dimension, a data length that does not
-    /// match the dims, outer bonds other than 1, neighbouring bonds that differ (naming the
+    /// Errors: no cores, a wrong number of axes, a zero dimension, dims whose product
+    /// overflows or exceeds any allocation, a data length that does not match the dims, outer bonds other than 1, neighbouring bonds that differ (naming the
     /// site and both dims), NaN or infinite entries.
     pub fn from_arrays(
         kind: TrainKind,
@@ -184,12 +224,13 @@ impl<T: Scalar> TensorTrain<T> {
                     if kind == TrainKind::Mps { 3 } else { 4 }
                 ),
             })?;
-            if shape.len() != data.len() {
+            let len = core_len(name, site, &shape, &dims)?;
+            if len != data.len() {
                 return Err(SweepError::BadShape {
                     train: name.to_string(),
                     site,
                     shape: dims,
-                    expected: format!("{} entries, got {}", shape.len(), data.len()),
+                    expected: format!("{len} entries, got {}", data.len()),
                 });
             }
             built.push(Core { shape, data });
