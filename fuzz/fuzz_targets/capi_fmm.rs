@@ -11,7 +11,7 @@ use std::os::raw::c_int;
 use std::ptr;
 
 use libfuzzer_sys::fuzz_target;
-use tutti_capi::{tutti_direct_sum, tutti_fmm, tutti_fmm_options_default, TuttiFmmOptions, TuttiStatus};
+use tutti::{tutti_direct_sum, tutti_fmm, tutti_fmm_options_default, TuttiFmmOptions, TuttiStatus};
 use tutti_fuzz::Bytes;
 
 const OK: c_int = TuttiStatus::TUTTI_OK as c_int;

@@ -11,7 +11,7 @@ use std::os::raw::c_int;
 use std::ptr;
 
 use libfuzzer_sys::fuzz_target;
-use tutti_capi::{
+use tutti::{
     tutti_train_free, tutti_train_from_arrays, tutti_train_info, tutti_train_norm,
     tutti_train_shapes, tutti_train_site, TuttiStatus, TuttiTrain,
 };
