@@ -3,9 +3,11 @@
 
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
 
 use npyz::WriterBuilder;
+use tempfile::NamedTempFile;
 
 use crate::FmmError;
 
@@ -64,20 +66,35 @@ pub fn read_masses(path: impl AsRef<Path>) -> Result<Vec<f64>, FmmError> {
     Ok(values)
 }
 
-/// The temporary name of `path`: `.<name>.tmp-<pid>` in the same directory.
-fn temporary(path: &Path) -> Result<PathBuf, FmmError> {
+/// Writes `values` with `shape` into a new temporary next to `path`, named
+/// `.<name>.<random>.tmp` and created exclusively (`O_CREAT | O_EXCL`: a file or symbolic
+/// link planted there is never opened, and a leftover from a killed run cannot collide).
+/// Complete and synced on success; removed when dropped unless persisted.
+fn write_temporary(path: &Path, shape: &[u64], values: &[f64]) -> Result<NamedTempFile, FmmError> {
     let name = path
         .file_name()
         .ok_or_else(|| file_error(path, "expected a file name"))?;
-    let mut temp_name = std::ffi::OsString::from(".");
-    temp_name.push(name);
-    temp_name.push(format!(".tmp-{}", std::process::id()));
-    Ok(path.with_file_name(temp_name))
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    let mut prefix = std::ffi::OsString::from(".");
+    prefix.push(name);
+    prefix.push(".");
+    // Mode 0666 less the umask, as `File::create` would give the output.
+    let temporary = tempfile::Builder::new()
+        .prefix(&prefix)
+        .suffix(".tmp")
+        .permissions(std::fs::Permissions::from_mode(0o666))
+        .tempfile_in(dir)
+        .map_err(|e| file_error(path, e))?;
+    write_f64(temporary.as_file(), shape, values).map_err(|e| file_error(path, e))?;
+    Ok(temporary)
 }
 
-/// Writes `values` with `shape` to `temp` (complete and synced on success).
-fn write_f64(temp: &Path, shape: &[u64], values: &[f64]) -> std::io::Result<()> {
-    let mut out = BufWriter::new(File::create(temp)?);
+/// Writes `values` with `shape` to `file` (complete and synced on success).
+fn write_f64(file: &File, shape: &[u64], values: &[f64]) -> std::io::Result<()> {
+    let mut out = BufWriter::new(file);
     {
         let mut writer = npyz::WriteOptions::new()
             .default_dtype()
@@ -92,8 +109,10 @@ fn write_f64(temp: &Path, shape: &[u64], values: &[f64]) -> std::io::Result<()> 
 }
 
 /// Writes `potential.npy` (N,) and `accel.npy` (N, 3) into `dir` (created if missing): both
-/// are written under temporary names first and renamed into place only when both are
-/// complete, so an error leaves neither a partial file nor a temporary behind.
+/// are written under fresh temporary names (never following a symbolic link, never reusing
+/// a name) and flushed to disk first, and renamed into place only when both are complete,
+/// so an error leaves neither a partial file nor a temporary behind. Renaming replaces
+/// whatever entry has the output's name (a symbolic link there is replaced, not followed).
 pub fn write_outputs(
     dir: impl AsRef<Path>,
     potential: &[f64],
@@ -111,31 +130,20 @@ pub fn write_outputs(
             &flat[..],
         ),
     ];
-    let mut temps = Vec::with_capacity(outputs.len());
-    let mut result = Ok(());
-    for (path, shape, values) in &outputs {
-        let written = temporary(path).and_then(|temp| {
-            temps.push(temp.clone());
-            write_f64(&temp, shape, values).map_err(|e| file_error(path, e))
-        });
-        if let Err(error) = written {
-            result = Err(error);
-            break;
-        }
+    // Dropping the temporaries on an early return removes them.
+    let temporaries = outputs
+        .iter()
+        .map(|(path, shape, values)| write_temporary(path, shape, values))
+        .collect::<Result<Vec<_>, _>>()?;
+    for ((path, _, _), temporary) in outputs.iter().zip(temporaries) {
+        temporary
+            .persist(path)
+            .map_err(|e| file_error(path, e.error))?;
     }
-    if result.is_ok() {
-        for ((path, _, _), temp) in outputs.iter().zip(&temps) {
-            if let Err(error) = std::fs::rename(temp, path) {
-                result = Err(file_error(path, error));
-                break;
-            }
-        }
+    // Flushing the directory makes the renames durable; not every file system allows
+    // opening a directory, and the data is already safe in either name.
+    if let Ok(handle) = File::open(dir) {
+        let _ = handle.sync_all();
     }
-    if result.is_err() {
-        for temp in &temps {
-            // Best effort: a temporary may not exist or may already be renamed.
-            let _ = std::fs::remove_file(temp);
-        }
-    }
-    result
+    Ok(())
 }
