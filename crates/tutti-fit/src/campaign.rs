@@ -10,7 +10,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use tutti_backend::Device;
 
-use crate::ledger::{input_hash, Ledger, TaskRecord, TaskStatus};
+use crate::ledger::{check_finite, input_hash, Ledger, TaskRecord, TaskStatus};
 use crate::FitError;
 
 /// One item of a campaign: its input, under an id that stays the same across restarts.
@@ -52,7 +52,8 @@ pub struct CampaignOptions {
     pub resume: bool,
     /// Where tasks run (default [`Execution::Serial`]).
     pub execution: Execution,
-    /// Print one line per finished task on stderr (default false).
+    /// Report one line per finished task through the [`log`] facade, at level `info`
+    /// (default false); the library itself never prints, the application's logger decides.
     pub progress: bool,
 }
 
@@ -128,14 +129,20 @@ pub struct CampaignOutcome<O> {
 ///
 /// - The ledger is rewritten atomically after every task (see [`Ledger::record`]), so an
 ///   interruption at any point loses at most the tasks that were running, which rerun on
-///   resume; an accepted result is never computed twice.
+///   resume; a recorded accepted result is never computed again. Tasks run *at least once*:
+///   one interrupted after it returned but before its record was written runs again, so a
+///   task's side effects must tolerate a repeat.
 /// - With `resume` (the default), accepted tasks are taken from the ledger, failed and
 ///   missing ones run (their `attempts` count on). A recorded task whose item changed is
 ///   refused with [`FitError::InputChanged`], so a result is never paired with the wrong
 ///   input.
 /// - A damaged or foreign ledger is an error and is left untouched; a ledger held by
 ///   another process is refused ([`FitError::LedgerLocked`]).
-/// - A task that returns `Err` or panics is recorded as failed; the campaign goes on.
+/// - A task that returns `Err` or panics is recorded as failed; the campaign goes on. So is
+///   one whose result cannot be stored: a NaN or infinity anywhere in it (JSON has neither),
+///   or JSON that does not read back as `O`.
+/// - Without `resume`, an existing ledger is refused ([`FitError::LedgerExists`]), checked
+///   while its lock is held.
 ///
 /// Errors also: duplicate task ids, items that cannot be serialized, results that cannot be
 /// stored or read back, I/O errors.
@@ -160,11 +167,6 @@ where
             format!("task id '{}' appears more than once", item.task_id),
         ));
     }
-    if !options.resume && ledger_path.exists() {
-        return Err(FitError::LedgerExists {
-            path: ledger_path.to_path_buf(),
-        });
-    }
     let hashes = items
         .iter()
         .map(|item| {
@@ -178,7 +180,13 @@ where
                 })
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let ledger = Ledger::open(ledger_path)?;
+    // Without resume, the ledger must not exist; checked under its lock, so a campaign
+    // starting at the same time cannot create it between the check and the first record.
+    let ledger = if options.resume {
+        Ledger::open(ledger_path)?
+    } else {
+        Ledger::create(ledger_path)?
+    };
 
     // Decide what runs: accepted records of unchanged items are reused.
     let mut pending = Vec::new();
@@ -192,7 +200,8 @@ where
                 })
             }
             Some(record) if record.status == TaskStatus::Accepted => {}
-            Some(record) => pending.push((i, record.attempts + 1)),
+            // Saturating: a crafted or ancient count never wraps back to a first attempt.
+            Some(record) => pending.push((i, record.attempts.saturating_add(1))),
             None => pending.push((i, 1)),
         }
     }
@@ -221,9 +230,7 @@ where
                 tutti_backend::panic_message(payload.as_ref())
             )),
         };
-        let record = match outcome.and_then(|result| {
-            serde_json::to_value(&result).map_err(|err| format!("result not storable: {err}"))
-        }) {
+        let record = match outcome.and_then(|result| storable(&result)) {
             Ok(value) => TaskRecord {
                 task_id: item.task_id.clone(),
                 input_hash: hashes[i].clone(),
@@ -242,7 +249,7 @@ where
             },
         };
         if options.progress {
-            eprintln!(
+            log::info!(
                 "campaign: task '{}' {} (attempt {attempt})",
                 record.task_id,
                 match record.status {
@@ -325,6 +332,19 @@ where
         outcome.records.push(record);
     }
     Ok(outcome)
+}
+
+/// The JSON of a task's result, if it can be stored and read back as `O`: JSON has no NaN
+/// or infinity (`serde_json` would write `null`, and every later resume would fail to read
+/// the result back), so a result holding one is refused, and the task recorded as failed.
+fn storable<O: Serialize + DeserializeOwned>(result: &O) -> Result<serde_json::Value, String> {
+    check_finite(result).map_err(|err| format!("result not storable: {err}"))?;
+    let value =
+        serde_json::to_value(result).map_err(|err| format!("result not storable: {err}"))?;
+    serde_json::from_value::<O>(value.clone()).map_err(|err| {
+        format!("result not storable: its JSON does not read back as the result type ({err})")
+    })?;
+    Ok(value)
 }
 
 /// Counts of a ledger's tasks, for `tutti campaign status`.

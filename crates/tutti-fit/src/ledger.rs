@@ -17,13 +17,19 @@
 //! therefore serialize deterministically (structs, vectors, `BTreeMap`, not `HashMap`).
 
 use std::collections::HashMap;
+use std::ffi::OsString;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use crate::FitError;
+
+mod finite;
+
+pub(crate) use finite::check_finite;
 
 /// The `format` field of every ledger.
 pub const LEDGER_FORMAT: &str = "tutti-ledger";
@@ -128,10 +134,48 @@ pub struct Ledger {
 impl Ledger {
     /// Opens (or starts, if the file does not exist) the ledger at `path`, taking its lock.
     ///
-    /// Errors: another process holds the lock; the file exists but is damaged or foreign
+    /// Temporaries left in the ledger's directory by an earlier, interrupted writer
+    /// (`.<name>.<random>.tmp`, and the `<name>.tmp-<pid>` of older versions) are removed
+    /// once the lock is held.
+    ///
+    /// Errors: another process holds the lock ([`FitError::LedgerLocked`]); the lock file is a
+    /// symbolic link (refused, never followed); the file exists but is damaged or foreign
     /// (it is never overwritten); I/O errors.
     pub fn open(path: &Path) -> Result<Self, FitError> {
+        Self::open_locked(path, true)
+    }
+
+    /// Starts a new ledger at `path`, taking its lock; an existing file there (checked while
+    /// the lock is held, so no other campaign can create it in between) is refused with
+    /// [`FitError::LedgerExists`] and left untouched. Nothing is written until the first
+    /// [`Ledger::record`].
+    ///
+    /// Errors: as [`Ledger::open`], and [`FitError::LedgerExists`].
+    pub fn create(path: &Path) -> Result<Self, FitError> {
+        Self::open_locked(path, false)
+    }
+
+    fn open_locked(path: &Path, resume: bool) -> Result<Self, FitError> {
         let lock = LedgerLock::acquire(path)?;
+        remove_orphan_temporaries(path);
+        if !resume {
+            // `symlink_metadata`: a dangling symbolic link is an existing entry too.
+            return match std::fs::symlink_metadata(path) {
+                Ok(_) => Err(FitError::LedgerExists {
+                    path: path.to_path_buf(),
+                }),
+                Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(Self {
+                    path: path.to_path_buf(),
+                    records: Vec::new(),
+                    index: HashMap::new(),
+                    _lock: lock,
+                }),
+                Err(err) => Err(FitError::io(
+                    format!("checking for a ledger at {}", path.display()),
+                    err,
+                )),
+            };
+        }
         let records = match std::fs::read_to_string(path) {
             Ok(text) => parse_ledger(path, &text)?,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => Vec::new(),
@@ -171,19 +215,39 @@ impl Ledger {
     }
 
     /// Stores `record` (replacing an earlier one of the same task) and rewrites the file
-    /// atomically: a temporary file in the same directory, flushed to disk, renamed over the
-    /// ledger, and the directory flushed. An interruption leaves either the old or the new
-    /// ledger, never a partial one.
+    /// atomically: a new temporary file with an unpredictable name in the same directory
+    /// (created exclusively, so a planted file or symbolic link is never opened), flushed to
+    /// disk, renamed over the ledger, and the directory flushed. An interruption leaves
+    /// either the old or the new ledger, never a partial one; a failed write removes its
+    /// temporary.
+    ///
+    /// On error the ledger in memory and on disk are unchanged.
     pub fn record(&mut self, record: TaskRecord) -> Result<(), FitError> {
-        match self.index.get(&record.task_id) {
-            Some(&i) => self.records[i] = record,
+        let previous = match self.index.get(&record.task_id) {
+            Some(&i) => Some(std::mem::replace(&mut self.records[i], record)),
             None => {
                 self.index
                     .insert(record.task_id.clone(), self.records.len());
                 self.records.push(record);
+                None
+            }
+        };
+        let written = self.write();
+        if written.is_err() {
+            // Keep memory in step with the file, which still holds the previous state.
+            match previous {
+                Some(previous) => {
+                    let i = self.index[&previous.task_id];
+                    self.records[i] = previous;
+                }
+                None => {
+                    if let Some(added) = self.records.pop() {
+                        self.index.remove(&added.task_id);
+                    }
+                }
             }
         }
-        self.write()
+        written
     }
 
     fn write(&self) -> Result<(), FitError> {
@@ -192,27 +256,106 @@ impl Ledger {
             version: LEDGER_VERSION,
             tasks: self.records.clone(),
         };
-        let text = serde_json::to_vec_pretty(&file)
+        let mut text = serde_json::to_vec_pretty(&file)
             .map_err(|err| FitError::io("serializing the ledger", std::io::Error::other(err)))?;
-        let temporary = sibling(&self.path, &format!(".tmp-{}", std::process::id()));
-        let io = |what: &str, err| FitError::io(format!("{what} {}", temporary.display()), err);
-        let mut out = File::create(&temporary).map_err(|e| io("creating", e))?;
-        out.write_all(&text).map_err(|e| io("writing", e))?;
-        out.write_all(b"\n").map_err(|e| io("writing", e))?;
-        out.sync_all().map_err(|e| io("flushing", e))?;
-        drop(out);
-        std::fs::rename(&temporary, &self.path).map_err(|err| {
-            let _ = std::fs::remove_file(&temporary);
-            FitError::io(format!("renaming into {}", self.path.display()), err)
+        text.push(b'\n');
+        let dir = parent_dir(&self.path);
+        let prefix = temporary_prefix(&self.path);
+        // Mode 0666 less the umask, as `File::create` would give the ledger.
+        let mut temporary = tempfile::Builder::new()
+            .prefix(&prefix)
+            .suffix(TEMPORARY_SUFFIX)
+            .permissions(std::fs::Permissions::from_mode(0o666))
+            .tempfile_in(dir)
+            .map_err(|err| {
+                FitError::io(
+                    format!("creating a temporary ledger in {}", dir.display()),
+                    err,
+                )
+            })?;
+        // On any error below, dropping `temporary` removes it.
+        let name = temporary.path().display().to_string();
+        let io = |what: &str, err| FitError::io(format!("{what} {name}"), err);
+        temporary.write_all(&text).map_err(|e| io("writing", e))?;
+        temporary
+            .as_file()
+            .sync_all()
+            .map_err(|e| io("flushing", e))?;
+        temporary.persist(&self.path).map_err(|err| {
+            FitError::io(format!("renaming into {}", self.path.display()), err.error)
         })?;
-        if let Some(dir) = parent_dir(&self.path) {
-            // Flushing the directory makes the rename itself durable; not every file system
-            // allows opening a directory, and the data is already safe in either file.
-            if let Ok(dir) = File::open(dir) {
-                let _ = dir.sync_all();
-            }
+        // Flushing the directory makes the rename itself durable; not every file system
+        // allows opening a directory, and the data is already safe in either file.
+        if let Ok(dir) = File::open(dir) {
+            let _ = dir.sync_all();
         }
         Ok(())
+    }
+}
+
+/// The suffix of the ledger's temporaries.
+const TEMPORARY_SUFFIX: &str = ".tmp";
+
+/// `.<ledger name>.`: the prefix of the ledger's temporaries (a random part and
+/// [`TEMPORARY_SUFFIX`] follow).
+fn temporary_prefix(path: &Path) -> OsString {
+    let mut prefix = OsString::from(".");
+    prefix.push(path.file_name().unwrap_or_default());
+    prefix.push(".");
+    prefix
+}
+
+/// Whether `entry` (a name in the ledger's directory) is a temporary of the ledger named
+/// `ledger`: `.<ledger>.<random>.tmp` (this version) or `<ledger>.tmp-<pid>` (older ones).
+fn is_orphan_temporary(entry: &str, ledger: &str) -> bool {
+    if let Some(pid) = entry
+        .strip_prefix(ledger)
+        .and_then(|rest| rest.strip_prefix(".tmp-"))
+    {
+        return !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit());
+    }
+    entry
+        .strip_prefix('.')
+        .and_then(|rest| rest.strip_prefix(ledger))
+        .and_then(|rest| rest.strip_prefix('.'))
+        .and_then(|rest| rest.strip_suffix(TEMPORARY_SUFFIX))
+        .is_some_and(|random| {
+            !random.is_empty() && random.bytes().all(|b| b.is_ascii_alphanumeric())
+        })
+}
+
+/// Removes the temporaries a killed or failed writer left next to the ledger at `path`. Runs
+/// under the lock, so no live writer of this ledger can own them. Best effort: a leftover
+/// cannot block a later write (temporaries get fresh random names), it only takes space.
+fn remove_orphan_temporaries(path: &Path) {
+    let (Some(ledger), dir) = (path.file_name().and_then(|n| n.to_str()), parent_dir(path)) else {
+        return;
+    };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else {
+            continue;
+        };
+        // `file_type` does not follow links: a planted symbolic link is itself removed,
+        // never its target; directories are left alone.
+        let removable = entry
+            .file_type()
+            .is_ok_and(|t| t.is_file() || t.is_symlink());
+        if removable && is_orphan_temporary(name, ledger) {
+            match std::fs::remove_file(entry.path()) {
+                Ok(()) => log::info!(
+                    "ledger {}: removed the leftover temporary {name}",
+                    path.display()
+                ),
+                Err(err) => log::warn!(
+                    "ledger {}: could not remove the leftover temporary {name}: {err}",
+                    path.display()
+                ),
+            }
+        }
     }
 }
 
@@ -222,10 +365,11 @@ fn sibling(path: &Path, suffix: &str) -> PathBuf {
     path.with_file_name(name)
 }
 
-fn parent_dir(path: &Path) -> Option<&Path> {
+/// The directory holding `path` (`.` for a bare file name).
+fn parent_dir(path: &Path) -> &Path {
     match path.parent() {
-        Some(dir) if dir.as_os_str().is_empty() => Some(Path::new(".")),
-        other => other,
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
     }
 }
 
@@ -239,12 +383,24 @@ impl LedgerLock {
     fn acquire(ledger: &Path) -> Result<Self, FitError> {
         use std::os::unix::fs::MetadataExt;
         let path = sibling(ledger, ".lock");
+        // O_NOFOLLOW: a symbolic link planted at the lock's name is refused (ELOOP), never
+        // followed to create or lock its target. The lock is never written, so a planted
+        // regular file or hard link is harmless.
         let file = OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
+            .mode(0o666)
+            .custom_flags(libc::O_NOFOLLOW)
             .open(&path)
-            .map_err(|err| FitError::io(format!("opening lock {}", path.display()), err))?;
+            .map_err(|err| {
+                let what = if err.raw_os_error() == Some(libc::ELOOP) {
+                    format!("opening lock {} (a symbolic link, refused)", path.display())
+                } else {
+                    format!("opening lock {}", path.display())
+                };
+                FitError::io(what, err)
+            })?;
         match file.try_lock() {
             Ok(()) => {}
             Err(std::fs::TryLockError::WouldBlock) => {
@@ -260,7 +416,7 @@ impl LedgerLock {
         // The lock file is never removed, so the path always names the locked file; check
         // anyway, in case someone deleted it between our open and our lock.
         let held = file.metadata().map(|m| (m.dev(), m.ino()));
-        let named = std::fs::metadata(&path).map(|m| (m.dev(), m.ino()));
+        let named = std::fs::symlink_metadata(&path).map(|m| (m.dev(), m.ino()));
         match (held, named) {
             (Ok(a), Ok(b)) if a == b => Ok(Self { _file: file }),
             _ => Err(FitError::LedgerLocked {

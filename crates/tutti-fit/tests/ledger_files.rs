@@ -1,0 +1,289 @@
+//! The ledger's files under hostile or damaged conditions: symbolic links planted at the
+//! temporary and lock names, temporaries left by a killed run, results JSON cannot hold,
+//! attempt counts at their limit, and a ledger appearing while a `resume = false` campaign
+//! starts.
+
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize, Serializer};
+use tutti_fit::ledger::{input_hash, read_ledger};
+use tutti_fit::{
+    checkpointed_map, CampaignItem, CampaignOptions, FitError, TaskContext, TaskStatus,
+};
+
+const NAME: &str = "campaign.json";
+
+fn items(n: usize) -> Vec<CampaignItem<u64>> {
+    (0..n)
+        .map(|i| CampaignItem::new(format!("task-{i:03}"), i as u64 * 7 + 1))
+        .collect()
+}
+
+fn square(input: &u64, _: &TaskContext<'_>) -> Result<u64, String> {
+    Ok(input * input)
+}
+
+fn expected(items: &[CampaignItem<u64>]) -> Vec<Option<u64>> {
+    items.iter().map(|i| Some(i.input * i.input)).collect()
+}
+
+/// Names in `dir`, sorted.
+fn names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .expect("list")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// A victim file outside the campaign's directory, and its content.
+fn victim(outside: &tempfile::TempDir) -> (PathBuf, &'static [u8]) {
+    let path = outside.path().join("victim");
+    let content = b"precious: must never be overwritten\n";
+    std::fs::write(&path, content).expect("victim");
+    (path, content)
+}
+
+#[test]
+fn symlinks_planted_at_temporary_names_are_never_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let (victim, content) = victim(&outside);
+    let ledger = dir.path().join(NAME);
+    // The name older versions used (`<ledger>.tmp-<pid>`, this process's pid), and other
+    // names an attacker might guess.
+    let pid = std::process::id();
+    for planted in [
+        format!("{NAME}.tmp-{pid}"),
+        format!(".{NAME}.tmp-{pid}"),
+        format!(".{NAME}.tmp"),
+        format!("{NAME}.tmp"),
+    ] {
+        symlink(&victim, dir.path().join(planted)).unwrap();
+    }
+    let items = items(5);
+    let outcome = checkpointed_map(square, &items, &ledger, &CampaignOptions::default()).unwrap();
+    assert_eq!(outcome.results, expected(&items));
+    assert_eq!(std::fs::read(&victim).unwrap(), content, "victim untouched");
+    let meta = std::fs::symlink_metadata(&ledger).unwrap();
+    assert!(meta.file_type().is_file(), "the ledger is a regular file");
+    assert_eq!(read_ledger(&ledger).unwrap().len(), 5);
+    // The old-style orphan (a link) was swept under the lock, never its target.
+    assert!(!names(dir.path()).contains(&format!("{NAME}.tmp-{pid}")));
+    let again = checkpointed_map(square, &items, &ledger, &CampaignOptions::default()).unwrap();
+    assert_eq!((again.ran, again.reused), (0, 5));
+}
+
+#[test]
+fn a_symlink_at_the_lock_name_is_refused_not_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join(NAME);
+    // A dangling link: following it would create the target.
+    let target = outside.path().join("created-through-the-lock");
+    symlink(&target, dir.path().join(format!("{NAME}.lock"))).unwrap();
+    let err = checkpointed_map(square, &items(2), &ledger, &CampaignOptions::default())
+        .expect_err("a symbolic link at the lock's name");
+    assert!(matches!(err, FitError::Io { .. }), "{err}");
+    assert!(err.to_string().contains("symbolic link"), "{err}");
+    assert!(!target.exists(), "the link's target was not created");
+    assert!(!ledger.exists());
+
+    // Also a link to an existing file: refused, the file untouched.
+    let (victim, content) = victim(&outside);
+    std::fs::remove_file(dir.path().join(format!("{NAME}.lock"))).unwrap();
+    symlink(&victim, dir.path().join(format!("{NAME}.lock"))).unwrap();
+    assert!(checkpointed_map(square, &items(2), &ledger, &CampaignOptions::default()).is_err());
+    assert_eq!(std::fs::read(&victim).unwrap(), content);
+}
+
+#[test]
+fn temporaries_left_by_a_killed_run_do_not_block_the_retry_and_are_swept() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join(NAME);
+    let items = items(4);
+    checkpointed_map(square, &items[..2], &ledger, &CampaignOptions::default()).unwrap();
+    let pid = std::process::id();
+    // What killed writers leave: half-written files under the old and the new naming, and a
+    // directory where the old code would have put its temporary (it failed with EISDIR).
+    std::fs::write(
+        dir.path().join(format!("{NAME}.tmp-{pid}")),
+        b"{\"format\": \"tu",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join(format!("{NAME}.tmp-1")), b"{").unwrap();
+    std::fs::write(dir.path().join(format!(".{NAME}.a1B2c3.tmp")), b"{\"fo").unwrap();
+    std::fs::create_dir(dir.path().join(format!("{NAME}.tmp-{}", pid + 1))).unwrap();
+    // Not the ledger's temporaries: left alone.
+    std::fs::write(dir.path().join("other.json.tmp-7"), b"x").unwrap();
+    std::fs::write(dir.path().join(format!("{NAME}.tmp-notes")), b"x").unwrap();
+
+    let outcome = checkpointed_map(square, &items, &ledger, &CampaignOptions::default()).unwrap();
+    assert_eq!(outcome.results, expected(&items));
+    assert_eq!((outcome.ran, outcome.reused), (2, 2));
+    assert_eq!(
+        names(dir.path()),
+        [
+            NAME.to_string(),
+            format!("{NAME}.lock"),
+            format!("{NAME}.tmp-{}", pid + 1),
+            format!("{NAME}.tmp-notes"),
+            "other.json.tmp-7".to_string(),
+        ]
+    );
+}
+
+#[derive(Debug, PartialEq, Serialize, Deserialize)]
+struct Estimate {
+    value: f64,
+    spread: Option<f64>,
+}
+
+#[test]
+fn a_non_finite_result_is_recorded_as_failed_and_the_ledger_stays_resumable() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join(NAME);
+    let items = items(4);
+    // Task 1 returns NaN, task 2 an infinite spread (which JSON would store as null and
+    // read back as None), on their first attempt only.
+    let task = |input: &u64, context: &TaskContext<'_>| {
+        let first = context.attempt == 1;
+        Ok(Estimate {
+            value: if first && *input == items[1].input {
+                f64::NAN
+            } else {
+                *input as f64
+            },
+            spread: if first && *input == items[2].input {
+                Some(f64::INFINITY)
+            } else {
+                Some(0.5)
+            },
+        })
+    };
+    let first = checkpointed_map(task, &items, &ledger, &CampaignOptions::default()).unwrap();
+    assert_eq!(
+        first.results[0],
+        Some(Estimate {
+            value: 1.0,
+            spread: Some(0.5)
+        })
+    );
+    assert_eq!(
+        (first.results[1].as_ref(), first.results[2].as_ref()),
+        (None, None)
+    );
+    let failed: Vec<(&str, &str)> = first
+        .failures
+        .iter()
+        .map(|f| (f.task_id.as_str(), f.error.as_str()))
+        .collect();
+    assert_eq!(
+        failed,
+        [
+            (
+                "task-001",
+                "result not storable: value holds NaN, which JSON cannot store"
+            ),
+            (
+                "task-002",
+                "result not storable: spread holds inf, which JSON cannot store"
+            ),
+        ]
+    );
+    let text = std::fs::read_to_string(&ledger).unwrap();
+    assert!(!text.contains("null"), "nothing stored as null:\n{text}");
+
+    let second = checkpointed_map(task, &items, &ledger, &CampaignOptions::default()).unwrap();
+    assert!(second.failures.is_empty());
+    assert_eq!((second.ran, second.reused), (2, 2));
+    assert_eq!(
+        second.results[1],
+        Some(Estimate {
+            value: 8.0,
+            spread: Some(0.5)
+        })
+    );
+    let attempts: Vec<u32> = second.records.iter().map(|r| r.attempts).collect();
+    assert_eq!(attempts, [1, 2, 2, 1]);
+}
+
+#[test]
+fn an_attempt_count_at_its_limit_saturates_instead_of_wrapping() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join(NAME);
+    let items = items(1);
+    let hash = input_hash(&serde_json::to_vec(&items[0].input).unwrap());
+    let crafted = serde_json::json!({
+        "format": "tutti-ledger", "version": 1,
+        "tasks": [{ "task_id": "task-000", "input_hash": hash, "status": "failed",
+                    "attempts": u32::MAX, "error": "earlier failure" }],
+    });
+    std::fs::write(&ledger, crafted.to_string()).unwrap();
+    let seen = std::sync::Mutex::new(Vec::new());
+    let task = |input: &u64, context: &TaskContext<'_>| {
+        seen.lock().unwrap().push(context.attempt);
+        Ok::<_, String>(input * input)
+    };
+    let outcome = checkpointed_map(task, &items, &ledger, &CampaignOptions::default()).unwrap();
+    assert_eq!(*seen.lock().unwrap(), [u32::MAX]);
+    assert_eq!(outcome.results, [Some(1)]);
+    assert_eq!(outcome.records[0].attempts, u32::MAX);
+    assert_eq!(outcome.records[0].status, TaskStatus::Accepted);
+}
+
+/// An input whose serialization creates the ledger, standing in for another campaign that
+/// creates it while this one starts (after an unlocked existence check would have passed).
+struct RacingInput {
+    ledger: PathBuf,
+}
+
+impl Serialize for RacingInput {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        if !self.ledger.exists() {
+            std::fs::write(
+                &self.ledger,
+                br#"{"format": "tutti-ledger", "version": 1, "tasks": []}"#,
+            )
+            .map_err(serde::ser::Error::custom)?;
+        }
+        serializer.serialize_u64(1)
+    }
+}
+
+#[test]
+fn without_resume_a_ledger_created_while_starting_is_still_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join(NAME);
+    let items = [CampaignItem::new(
+        "task-000",
+        RacingInput {
+            ledger: ledger.clone(),
+        },
+    )];
+    let before_run = std::fs::read(&ledger).ok();
+    assert_eq!(before_run, None);
+    let task = |_: &RacingInput, _: &TaskContext<'_>| Ok::<_, String>(1u64);
+    let options = CampaignOptions::default().with_resume(false);
+    let err = checkpointed_map(task, &items, &ledger, &options).expect_err("the ledger exists");
+    assert!(matches!(err, FitError::LedgerExists { .. }), "{err}");
+    assert!(read_ledger(&ledger).unwrap().is_empty(), "left untouched");
+}
+
+#[test]
+fn without_resume_a_new_ledger_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join(NAME);
+    let items = items(3);
+    let options = CampaignOptions::default().with_resume(false);
+    let outcome = checkpointed_map(square, &items, &ledger, &options).unwrap();
+    assert_eq!(outcome.results, expected(&items));
+    assert_eq!(read_ledger(&ledger).unwrap().len(), 3);
+    // A dangling symbolic link at the ledger's name counts as an existing ledger.
+    let other = dir.path().join("other.json");
+    symlink(dir.path().join("nowhere"), &other).unwrap();
+    let err = checkpointed_map(square, &items, &other, &options).unwrap_err();
+    assert!(matches!(err, FitError::LedgerExists { .. }), "{err}");
+}
