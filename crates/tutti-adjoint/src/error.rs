@@ -84,7 +84,15 @@ pub enum AdjointError {
     /// A linear-algebra step failed (an eigendecomposition that did not converge).
     #[error("linear algebra: {0}")]
     LinearAlgebra(String),
-    /// A thread pool could not be built.
+    /// A dedicated thread pool larger than [`crate::max_threads`] was asked for.
+    #[error("threads = {requested} is too many: at most {limit} (4 per core, at least 64); use 0 for the global pool")]
+    TooManyThreads {
+        /// The thread count asked for.
+        requested: usize,
+        /// The largest count accepted on this machine ([`crate::max_threads`]).
+        limit: usize,
+    },
+    /// A thread pool could not be started.
     #[error("thread pool: {0}")]
     ThreadPool(String),
     /// A file could not be read.

@@ -49,5 +49,5 @@ pub use gradient::{
     RhfGradient, ShellGradient,
 };
 pub use molecule::{Atom, Molecule};
-pub use scf::{rhf, rhf_on_pool, RhfResult, ScfOptions, Timings};
+pub use scf::{max_threads, rhf, rhf_on_pool, RhfResult, ScfOptions, Timings};
 pub use summary::EnergySummary;

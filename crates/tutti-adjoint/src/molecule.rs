@@ -122,6 +122,10 @@ impl Molecule {
     /// Parses an XYZ file's text: a count line, a comment line, then `symbol x y z` per atom in
     /// Angstrom (converted with [`ANGSTROM_PER_BOHR`]). Extra lines after the atoms must be
     /// blank. A symbol may carry a label suffix after digits or `_` (`O1`, `H_a`).
+    ///
+    /// Errors ([`AdjointError::Xyz`], naming the line): a count that is not a positive integer
+    /// or that the lines do not match (fewer atom lines, or non-blank lines beyond them), a
+    /// malformed atom line; then those of [`Molecule::new`].
     pub fn from_xyz(text: &str) -> Result<Self> {
         let mut lines = text.lines().enumerate();
         let count_line = lines.next().ok_or(AdjointError::Xyz {
@@ -145,6 +149,18 @@ impl Molecule {
             return Err(AdjointError::Xyz {
                 line: 2,
                 message: "missing the comment line".into(),
+            });
+        }
+        // The count is untrusted: refuse one the text cannot hold before reserving anything,
+        // so the reservation is bounded by the input's size.
+        let remaining = lines.clone().count();
+        if count > remaining {
+            return Err(AdjointError::Xyz {
+                line: 1,
+                message: format!(
+                    "truncated: {count} atoms announced, only {remaining} lines follow the \
+                     comment line"
+                ),
             });
         }
         let mut atoms = Vec::with_capacity(count);

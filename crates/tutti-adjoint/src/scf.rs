@@ -37,7 +37,8 @@ pub struct ScfOptions {
     /// Eigenvalues of S below this are dropped from the orthogonal basis.
     pub linear_dependence: f64,
     /// Threads of the Fock build: 0 = the global rayon pool (`RAYON_NUM_THREADS` applies),
-    /// n >= 1 = a dedicated pool of n threads.
+    /// n >= 1 = a dedicated pool of n threads, at most [`max_threads`] (more is
+    /// [`AdjointError::TooManyThreads`]).
     pub threads: usize,
     /// Use the serial reference Fock build instead of the threaded one.
     pub serial_fock: bool,
@@ -130,11 +131,29 @@ pub fn rhf(molecule: &Molecule, basis: &Basis, options: &ScfOptions) -> Result<R
     run(molecule, basis, options, pool.as_ref())
 }
 
+/// The most threads a dedicated pool may have: 4 per core the system reports
+/// (`std::thread::available_parallelism`, 1 if unknown), and never fewer than 64, so that a
+/// thread count portable across machines of modest size is always accepted. More threads only
+/// oversubscribe the cores; thousands cost seconds to start and can exhaust the process's
+/// thread limit.
+pub fn max_threads() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    cores.saturating_mul(4).max(64)
+}
+
 /// The pool that `threads` asks for: `None` (the current/global pool) for 0, else a dedicated
 /// pool of that many threads.
+///
+/// Errors: [`AdjointError::TooManyThreads`] above [`max_threads`], or the pool failing to
+/// start.
 pub(crate) fn thread_pool(threads: usize) -> Result<Option<rayon::ThreadPool>> {
+    let limit = max_threads();
     match threads {
         0 => Ok(None),
+        n if n > limit => Err(AdjointError::TooManyThreads {
+            requested: n,
+            limit,
+        }),
         n => rayon::ThreadPoolBuilder::new()
             .num_threads(n)
             .build()

@@ -122,3 +122,61 @@ fn runs_on_a_device_thread_pool() {
     let plain = rhf(&molecule, &basis, &ScfOptions::default().with_threads(1)).unwrap();
     assert!((on_device.energy - plain.energy).abs() < 1e-12);
 }
+
+#[test]
+fn an_xyz_count_the_lines_cannot_hold_is_refused_before_allocating() {
+    // 10^11 atoms announced (3.2 TB if reserved), one given.
+    for text in [
+        "100000000000\nx\nH 0 0 0\n",
+        "18446744073709551615\nx\nH 0 0 0\n",
+        "3\nx\nH 0 0 0\nH 0 0 1\n",
+    ] {
+        let error = Molecule::from_xyz(text).unwrap_err();
+        assert!(
+            matches!(error, AdjointError::Xyz { line: 1, .. }),
+            "{text:?}: {error}"
+        );
+        assert!(error.to_string().contains("truncated"), "{error}");
+    }
+    // Blank trailing lines are still fine, and extra atoms still an error.
+    assert!(Molecule::from_xyz("2\nx\nH 0 0 0\nH 0 0 1\n\n\n").is_ok());
+    let error = Molecule::from_xyz("1\nx\nH 0 0 0\nH 0 0 1\n").unwrap_err();
+    assert!(error.to_string().contains("more atoms"), "{error}");
+}
+
+#[test]
+fn thread_counts_beyond_the_limit_are_errors_naming_it() {
+    use tutti_adjoint::{max_threads, rhf_gradient, GradientOptions};
+    let molecule = Molecule::from_bohr(&[("H", [0.0; 3]), ("H", [0.0, 0.0, 1.4])]).unwrap();
+    let basis = Basis::new(
+        &molecule,
+        &BasisSet::named("sto-3g").unwrap(),
+        AngularKind::Spherical,
+    )
+    .unwrap();
+    let limit = max_threads();
+    assert!(limit >= 64);
+    let error = rhf(
+        &molecule,
+        &basis,
+        &ScfOptions::default().with_threads(20000),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(error, AdjointError::TooManyThreads { requested: 20000, limit: l } if l == limit),
+        "{error}"
+    );
+    assert!(error.to_string().contains(&limit.to_string()), "{error}");
+    let error = rhf_gradient(
+        &molecule,
+        &basis,
+        &GradientOptions::default().with_threads(20000),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(error, AdjointError::TooManyThreads { .. }),
+        "{error}"
+    );
+    // A count within the limit still runs.
+    assert!(rhf(&molecule, &basis, &ScfOptions::default().with_threads(2)).is_ok());
+}
