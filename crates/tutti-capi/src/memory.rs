@@ -1,14 +1,21 @@
 //! Buffers handed to C, and [`tutti_free_c`], which releases them.
 //!
-//! Every buffer starts with a 16-byte header recording its length and a marker, so that
-//! [`tutti_free_c`] can rebuild the allocation's layout from the pointer alone and can
-//! reject most pointers tutti did not hand out (or already freed) instead of corrupting the
-//! heap. The payload after the header is aligned to 16 bytes, enough for any C scalar.
+//! Every live buffer's address is in a registry ([`Registry`]): [`tutti_free_c`] looks a
+//! pointer up there before touching any memory, so a pointer tutti did not hand out (from
+//! `malloc`, the stack, the inside of a buffer, an unmapped page) or one already released is
+//! refused without being read. Every buffer also starts with a 16-byte header recording its
+//! length and a marker, from which the allocation's layout is rebuilt. The payload after the
+//! header is aligned to 16 bytes, enough for any C scalar.
+//!
+//! One misuse stays undetectable: after a buffer A is released, the allocator may give the
+//! same address to a new tutti buffer B; releasing A again then releases B (the "ABA" case).
 
 use std::alloc::{self, Layout};
+use std::collections::BTreeSet;
 use std::ffi::{c_char, c_int, c_void};
 use std::mem::{align_of, size_of};
 use std::ptr::NonNull;
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use crate::boundary::ffi_call;
 use crate::status::{Error, TuttiStatus};
@@ -19,6 +26,53 @@ const PAYLOAD_ALIGN: usize = 16;
 const LIVE: u64 = u64::from_be_bytes(*b"tuttibuf");
 /// Marks a buffer already released: "freedbuf".
 const FREED: u64 = u64::from_be_bytes(*b"freedbuf");
+
+/// The addresses of the live objects of one kind that tutti handed to C (buffers, train
+/// handles): inserted when an object is made, removed when it is released. Lookups never
+/// dereference the address, so any pointer value can be asked about safely.
+#[derive(Debug)]
+pub struct Registry {
+    live: Mutex<BTreeSet<usize>>,
+}
+
+impl Registry {
+    /// An empty registry.
+    pub const fn new() -> Self {
+        Self {
+            live: Mutex::new(BTreeSet::new()),
+        }
+    }
+
+    fn live(&self) -> MutexGuard<'_, BTreeSet<usize>> {
+        // The set is consistent after any panic (each operation is one insert or remove).
+        self.live.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Records `address` as live.
+    pub fn insert(&self, address: usize) {
+        self.live().insert(address);
+    }
+
+    /// Whether `address` is live.
+    pub fn contains(&self, address: usize) -> bool {
+        self.live().contains(&address)
+    }
+
+    /// Forgets `address`; whether it was live. Of two threads releasing the same address at
+    /// once, exactly one sees `true`.
+    pub fn remove(&self, address: usize) -> bool {
+        self.live().remove(&address)
+    }
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The payload addresses of every live buffer from [`alloc_c`].
+static LIVE_BUFFERS: Registry = Registry::new();
 
 #[repr(C, align(16))]
 struct Header {
@@ -61,7 +115,9 @@ pub fn alloc_c(payload_bytes: usize) -> Result<NonNull<u8>, Error> {
         });
     }
     // SAFETY: HEADER_BYTES is within the allocation (its size is HEADER_BYTES + payload).
-    Ok(unsafe { base.add(HEADER_BYTES) })
+    let payload = unsafe { base.add(HEADER_BYTES) };
+    LIVE_BUFFERS.insert(payload.as_ptr().addr());
+    Ok(payload)
 }
 
 /// Copies `values` into a new C buffer, released with [`tutti_free_c`].
@@ -96,13 +152,16 @@ pub fn string_to_c(text: &str) -> Result<NonNull<c_char>, Error> {
 
 /// Releases a buffer from [`alloc_c`], [`array_to_c`] or [`string_to_c`]. NULL is a no-op.
 ///
-/// Errors: `TUTTI_ERROR_INVALID_ARGUMENT` for a pointer that is misaligned or lacks the
-/// header of a live tutti buffer (freed twice, or allocated elsewhere).
+/// The pointer is looked up in the registry of live buffers before any memory is read, so a
+/// foreign, interior or already released pointer is refused untouched.
+///
+/// Errors: `TUTTI_ERROR_INVALID_ARGUMENT` for a pointer that is not a live tutti buffer
+/// (released already, or allocated elsewhere), or whose header was overwritten.
 ///
 /// # Safety
-/// `ptr` is NULL or was returned by tutti and has not been released. A pointer from elsewhere
-/// or a second release is undefined behaviour, which the header check detects in the common
-/// cases but cannot rule out.
+/// `ptr` is NULL or any pointer value: only a live buffer's header is ever read. A buffer
+/// released twice whose address a newer tutti buffer now has releases the newer one (see the
+/// module documentation).
 pub unsafe fn free_c(ptr: *mut c_void) -> Result<(), Error> {
     if ptr.is_null() {
         return Ok(());
@@ -112,30 +171,34 @@ pub unsafe fn free_c(ptr: *mut c_void) -> Result<(), Error> {
             "argument `ptr` ({ptr:p}) {why}: release only what tutti returned, exactly once"
         ))
     };
-    if !is_payload_aligned(ptr) {
-        return Err(not_ours("was not returned by tutti"));
+    // Removing it first also makes two racing releases of one buffer release it once.
+    if !LIVE_BUFFERS.remove(ptr.addr()) {
+        return Err(not_ours(
+            "is not a live tutti buffer (released already, or not returned by tutti)",
+        ));
     }
-    // SAFETY: by the caller's promise ptr came from alloc_c, which placed a header
-    // HEADER_BYTES before it in the same allocation.
+    // SAFETY: a live payload from alloc_c (the registry says so), which placed a header
+    // HEADER_BYTES before it in the same allocation, aligned to 16.
     let header = unsafe { ptr.cast::<u8>().sub(HEADER_BYTES).cast::<Header>() };
     // SAFETY: header is aligned and within the allocation (see above).
     let (marker, payload_bytes) = unsafe { ((*header).marker, (*header).payload_bytes) };
-    match marker {
-        LIVE => {}
-        FREED => return Err(not_ours("was already released")),
-        _ => return Err(not_ours("was not returned by tutti")),
-    }
-    let layout = layout_for(payload_bytes).ok_or_else(|| not_ours("has a corrupt header"))?;
-    // SAFETY: the header is valid for writes; marking it makes an immediate second release
-    // detectable in the common case.
+    let layout = match (marker, layout_for(payload_bytes)) {
+        (LIVE, Some(layout)) => layout,
+        // The caller wrote before the start of its buffer: leak it rather than hand the
+        // allocator a wrong layout.
+        _ => {
+            return Err(not_ours(
+                "has a corrupt header (memory before it was overwritten)",
+            ))
+        }
+    };
+    // SAFETY: the header is valid for writes; the marker helps a debugger spot a stale
+    // pointer.
     unsafe { (*header).marker = FREED };
-    // SAFETY: header is the start of an allocation made by alloc_c with exactly this layout.
+    // SAFETY: header is the start of an allocation made by alloc_c with exactly this layout,
+    // released once (it was live and is no longer registered).
     unsafe { alloc::dealloc(header.cast::<u8>(), layout) };
     Ok(())
-}
-
-fn is_payload_aligned<T>(ptr: *const T) -> bool {
-    ptr.addr().is_multiple_of(PAYLOAD_ALIGN)
 }
 
 /// Releases a buffer or string returned by tutti. Freeing NULL is a no-op returning
@@ -144,12 +207,19 @@ fn is_payload_aligned<T>(ptr: *const T) -> bool {
 /// Every buffer tutti returns (strings such as `TuttiDeviceInfo.name`, arrays, serialized
 /// results) must be released exactly once with this function, never with C's `free`.
 ///
-/// Returns `TUTTI_ERROR_INVALID_ARGUMENT` when `ptr` is recognisably not a live tutti buffer
-/// (misaligned, allocated elsewhere, or already released); the memory is then left alone.
+/// Returns `TUTTI_ERROR_INVALID_ARGUMENT` when `ptr` is not a live tutti buffer (allocated
+/// elsewhere, on the stack, pointing inside a buffer, or already released): tutti keeps a
+/// registry of the buffers it handed out and looks `ptr` up there before reading any memory,
+/// so such a pointer is left alone, never read.
+///
+/// One mistake cannot be detected: after a buffer A is released, a later tutti call may get
+/// the same address for a new buffer B; releasing A a second time then releases B (and B's
+/// owner later gets `TUTTI_ERROR_INVALID_ARGUMENT`). Set a pointer to NULL after releasing
+/// it.
 ///
 /// # Safety
-/// `ptr` is NULL or a pointer returned by tutti that has not been released yet. Anything else
-/// is undefined behaviour; the check above catches common mistakes but not all.
+/// `ptr` is NULL or a pointer returned by tutti that has not been released yet; the checks
+/// above make the other cases errors, except the one just described.
 #[no_mangle]
 pub unsafe extern "C" fn tutti_free_c(ptr: *mut c_void) -> c_int {
     // SAFETY: the caller's promise is free_c's contract.
@@ -160,6 +230,10 @@ pub unsafe extern "C" fn tutti_free_c(ptr: *mut c_void) -> c_int {
 mod tests {
     use super::*;
     use std::ffi::CStr;
+
+    fn is_payload_aligned<T>(ptr: *const T) -> bool {
+        ptr.addr().is_multiple_of(PAYLOAD_ALIGN)
+    }
 
     #[test]
     fn freeing_null_is_a_no_op() {
