@@ -347,6 +347,13 @@ typedef struct TuttiGradientTimings {
  * Ownership: the five arrays (`shells`, `exponents`, `coefficients`, `grad_exponents`,
  * `grad_coefficients`) are allocated by tutti and owned by the caller, who releases them
  * all at once with `tutti_rhf_gradient_free`, or each with `tutti_free_c` (never both).
+ *
+ * Declare it zero-initialised, `TuttiRhfGradient g = {0};`, so that
+ * `tutti_rhf_gradient_free(&g)` is a harmless no-op on every path, also when
+ * `tutti_rhf_gradient` failed (it writes nothing then). Release the struct itself, not a
+ * by-value copy: `tutti_rhf_gradient_free` resets the pointers of the struct it is given,
+ * and a copy freed later still holds the old ones (a stale double free, refused unless the
+ * addresses were reused meanwhile; see `tutti_free_c`).
  */
 typedef struct TuttiRhfGradient {
     /**
@@ -766,7 +773,9 @@ int tutti_fit_options_default(struct TuttiFitOptions *options);
  * Errors: NULL required pointers or callback (`TUTTI_ERROR_NULL_POINTER`); counts below 1,
  * non-finite initial values, bad options (`TUTTI_ERROR_INVALID_ARGUMENT`); the callback
  * failing at the starting point (`TUTTI_ERROR_CALLBACK`); a singular `J^T J` when
- * `covariance_out` is requested (`TUTTI_ERROR_INVALID_ARGUMENT`).
+ * `covariance_out` is requested, outputs that overlap each other or an input
+ * (`TUTTI_ERROR_INVALID_ARGUMENT`); a problem too large for memory
+ * (`TUTTI_ERROR_OUT_OF_MEMORY`).
  *
  * # Safety
  * `residual_counts` holds `n_experiments` ints, `initial` and `parameters_out`
@@ -808,12 +817,15 @@ int tutti_fmm_options_default(struct TuttiFmmOptions *options);
  * Errors (`TUTTI_ERROR_INVALID_ARGUMENT` unless said; the message names the argument):
  * `n < 0`; NULL `positions` or `masses` with `n > 0` (`TUTTI_ERROR_NULL_POINTER`); NaN or
  * infinite positions or strengths; options out of range; two distinct bodies at the same
- * position without softening (the message names both and suggests a softening length).
+ * position without softening (the message names both and suggests a softening length);
+ * outputs that overlap each other or an input (`potential_out == accel_out`,
+ * `accel_out == positions`).
  *
  * # Safety
  * For `n > 0`: `positions` holds `n * 3` doubles and `masses` `n` doubles, readable for the
  * call; `potential_out` and `accel_out` are NULL or writable for `n` and `n * 3` doubles and
- * do not overlap the inputs; `options` is NULL or points to a `TuttiFmmOptions`.
+ * do not overlap the inputs (an overlap is refused, not undefined); `options` is NULL or
+ * points to a `TuttiFmmOptions`.
  */
 int tutti_fmm(int64_t n,
               const double *positions,
@@ -846,12 +858,19 @@ int tutti_direct_sum(int64_t n,
  * Every buffer tutti returns (strings such as `TuttiDeviceInfo.name`, arrays, serialized
  * results) must be released exactly once with this function, never with C's `free`.
  *
- * Returns `TUTTI_ERROR_INVALID_ARGUMENT` when `ptr` is recognisably not a live tutti buffer
- * (misaligned, allocated elsewhere, or already released); the memory is then left alone.
+ * Returns `TUTTI_ERROR_INVALID_ARGUMENT` when `ptr` is not a live tutti buffer (allocated
+ * elsewhere, on the stack, pointing inside a buffer, or already released): tutti keeps a
+ * registry of the buffers it handed out and looks `ptr` up there before reading any memory,
+ * so such a pointer is left alone, never read.
+ *
+ * One mistake cannot be detected: after a buffer A is released, a later tutti call may get
+ * the same address for a new buffer B; releasing A a second time then releases B (and B's
+ * owner later gets `TUTTI_ERROR_INVALID_ARGUMENT`). Set a pointer to NULL after releasing
+ * it.
  *
  * # Safety
- * `ptr` is NULL or a pointer returned by tutti that has not been released yet. Anything else
- * is undefined behaviour; the check above catches common mistakes but not all.
+ * `ptr` is NULL or a pointer returned by tutti that has not been released yet; the checks
+ * above make the other cases errors, except the one just described.
  */
 int tutti_free_c(void *ptr);
 
@@ -875,9 +894,15 @@ const char *tutti_status_name(int status);
  *   C order (last index fastest), one double each for float64, two (re, im) for complex128.
  * - `out`: receives the new handle, which the caller releases with `tutti_train_free`.
  *
+ * The shapes are checked in full (every dimension, the whole bond chain, each core's size)
+ * before any core is read, so inconsistent shapes never make tutti read past a caller's
+ * array.
+ *
  * Errors: NULL pointers (`TUTTI_ERROR_NULL_POINTER`); an unknown kind or dtype, a dimension
  * below 1, outer bonds other than 1, neighbouring bonds that differ (the message names the
- * site and both dims), NaN or infinite entries (`TUTTI_ERROR_INVALID_ARGUMENT`).
+ * site and both dims), a core larger than memory, NaN or infinite entries, `out`
+ * overlapping an input (`TUTTI_ERROR_INVALID_ARGUMENT`); no host memory for the copy
+ * (`TUTTI_ERROR_OUT_OF_MEMORY`).
  *
  * # Safety
  * `shapes` holds `axes * n_sites` ints; `cores` holds `n_sites` pointers, each valid for
@@ -957,8 +982,11 @@ int tutti_train_write_dir(const struct TuttiTrain *train, const char *path);
 /**
  * Releases a train. `tutti_train_free(NULL)` is a no-op returning `TUTTI_OK`.
  *
- * Errors: `TUTTI_ERROR_INVALID_ARGUMENT` for a pointer that is recognisably not a live
- * handle (released already, or not made by tutti); it is then left alone.
+ * Errors: `TUTTI_ERROR_INVALID_ARGUMENT` for a pointer that is not a live handle (released
+ * already, or not made by tutti): tutti keeps a registry of its live handles and looks the
+ * pointer up before reading it, so such a pointer is left alone. As for `tutti_free_c`, one
+ * case is undetectable: a handle released twice whose address a newer handle now has
+ * releases the newer one.
  *
  * # Safety
  * `train` is NULL or a handle from tutti not yet released, and no other thread uses it.
@@ -1028,10 +1056,11 @@ int tutti_src(const struct TuttiTrain *const *stack,
 /**
  * Writes the library's version to `*major`, `*minor` and `*patch`.
  *
- * Errors: `TUTTI_ERROR_NULL_POINTER` if any of the three is NULL (nothing is written).
+ * Errors: `TUTTI_ERROR_NULL_POINTER` if any of the three is NULL,
+ * `TUTTI_ERROR_INVALID_ARGUMENT` if two are the same (nothing is written).
  *
  * # Safety
- * Each pointer is NULL or valid for writing an `int`, and the three are distinct.
+ * Each pointer is NULL or valid for writing an `int`.
  */
 int tutti_version(int *major, int *minor, int *patch);
 

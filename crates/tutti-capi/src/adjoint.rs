@@ -9,7 +9,9 @@ use tutti_adjoint::{
     rhf, AdjointError, AngularKind, Atom, Basis, BasisSet, EnergySummary, Molecule, ScfOptions,
 };
 
-use crate::boundary::{ffi_call, input_slice, input_str, positive_count, to_c_int, Out};
+use crate::boundary::{
+    check_disjoint, ffi_call, input_slice, input_str, positive_count, to_c_int, Out, Region,
+};
 use crate::memory::string_to_c;
 use crate::status::{Error, TuttiStatus};
 
@@ -236,6 +238,11 @@ fn energy(
     Ok(())
 }
 
+/// The memory of a string argument including its NUL, for [`check_disjoint`].
+pub(crate) fn string_region<'n>(name: &'n str, text: &str) -> Region<'n> {
+    Region::input(name, text.as_ptr(), text.len() + 1)
+}
+
 /// The optional output `char **json_out`.
 ///
 /// # Safety
@@ -284,11 +291,20 @@ pub unsafe extern "C" fn tutti_rhf_energy(
 ) -> c_int {
     ffi_call("tutti_rhf_energy", || {
         let started = Instant::now();
-        // SAFETY: the caller's promises above; the helpers check NULL, alignment and UTF-8.
-        let (xyz_text, basis, result_out, json_out, (settings, charge)) = unsafe {
+        // SAFETY: the caller's promises above; the helper checks NULL and UTF-8.
+        let (xyz_text, basis) =
+            unsafe { (input_str(xyz_text, "xyz_text")?, input_str(basis, "basis")?) };
+        check_disjoint(&[
+            string_region("xyz_text", xyz_text),
+            string_region("basis", basis),
+            Region::input("options", options, 1),
+            Region::output("result_out", result_out, 1),
+            Region::output("json_out", json_out, 1),
+        ])?;
+        // SAFETY: the caller's promises above; the helpers check NULL and alignment; the
+        // outputs overlap nothing (checked above).
+        let (result_out, json_out, (settings, charge)) = unsafe {
             (
-                input_str(xyz_text, "xyz_text")?,
-                input_str(basis, "basis")?,
                 Out::new(result_out, "result_out")?,
                 optional_json_out(json_out)?,
                 read_options(options)?,
@@ -328,11 +344,25 @@ pub unsafe extern "C" fn tutti_rhf_energy_bohr(
         })?;
         // SAFETY: the caller's promises above; the helpers check NULL, alignment, lengths
         // and UTF-8.
-        let (numbers, positions, basis, result_out, json_out, (settings, charge)) = unsafe {
+        let (numbers, positions, basis) = unsafe {
             (
                 input_slice(atomic_numbers, atoms, "atomic_numbers")?,
                 input_slice(coordinates_bohr, coordinates, "coordinates_bohr")?,
                 input_str(basis, "basis")?,
+            )
+        };
+        check_disjoint(&[
+            Region::input("atomic_numbers", numbers.as_ptr(), numbers.len()),
+            Region::input("coordinates_bohr", positions.as_ptr(), positions.len()),
+            string_region("basis", basis),
+            Region::input("options", options, 1),
+            Region::output("result_out", result_out, 1),
+            Region::output("json_out", json_out, 1),
+        ])?;
+        // SAFETY: the caller's promises above; the helpers check NULL and alignment; the
+        // outputs overlap nothing (checked above).
+        let (result_out, json_out, (settings, charge)) = unsafe {
+            (
                 Out::new(result_out, "result_out")?,
                 optional_json_out(json_out)?,
                 read_options(options)?,

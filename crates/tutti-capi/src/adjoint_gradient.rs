@@ -14,8 +14,10 @@ use std::ptr::{self, NonNull};
 
 use tutti_adjoint::{rhf_gradient, Basis, GradientOptions, Molecule, RhfGradient};
 
-use crate::adjoint::{adjoint_error, load_basis, optional_json_out, read_options, TuttiRhfOptions};
-use crate::boundary::{ffi_call, input_str, to_c_int, Out};
+use crate::adjoint::{
+    adjoint_error, load_basis, optional_json_out, read_options, string_region, TuttiRhfOptions,
+};
+use crate::boundary::{check_disjoint, ffi_call, input_str, to_c_int, Out, Region};
 use crate::memory::{array_to_c, free_c, string_to_c};
 use crate::status::Error;
 
@@ -78,6 +80,13 @@ pub struct TuttiGradientTimings {
 /// Ownership: the five arrays (`shells`, `exponents`, `coefficients`, `grad_exponents`,
 /// `grad_coefficients`) are allocated by tutti and owned by the caller, who releases them
 /// all at once with `tutti_rhf_gradient_free`, or each with `tutti_free_c` (never both).
+///
+/// Declare it zero-initialised, `TuttiRhfGradient g = {0};`, so that
+/// `tutti_rhf_gradient_free(&g)` is a harmless no-op on every path, also when
+/// `tutti_rhf_gradient` failed (it writes nothing then). Release the struct itself, not a
+/// by-value copy: `tutti_rhf_gradient_free` resets the pointers of the struct it is given,
+/// and a copy freed later still holds the old ones (a stale double free, refused unless the
+/// addresses were reused meanwhile; see `tutti_free_c`).
 #[repr(C)]
 #[derive(Debug, PartialEq)]
 pub struct TuttiRhfGradient {
@@ -306,12 +315,19 @@ pub unsafe extern "C" fn tutti_rhf_gradient(
                 )))
             }
         };
-        // SAFETY: the caller's promises above; the helpers check NULL, alignment and UTF-8;
-        // `options.rhf` is a local.
-        let (xyz_text, basis_name, result_out, json_out, (settings, charge)) = unsafe {
+        // SAFETY: the caller's promises above; the helper checks NULL and UTF-8.
+        let (xyz_text, basis_name) =
+            unsafe { (input_str(xyz_text, "xyz_text")?, input_str(basis, "basis")?) };
+        check_disjoint(&[
+            string_region("xyz_text", xyz_text),
+            string_region("basis", basis_name),
+            Region::output("result_out", result_out, 1),
+            Region::output("json_out", json_out, 1),
+        ])?;
+        // SAFETY: the caller's promises above; the helpers check NULL and alignment; the
+        // outputs overlap nothing (checked above); `options.rhf` is a local.
+        let (result_out, json_out, (settings, charge)) = unsafe {
             (
-                input_str(xyz_text, "xyz_text")?,
-                input_str(basis, "basis")?,
                 Out::new(result_out, "result_out")?,
                 optional_json_out(json_out)?,
                 read_options(&options.rhf)?,

@@ -210,6 +210,83 @@ fn check_array_len<T>(len: usize, name: &str) -> Result<(), Error> {
     Ok(())
 }
 
+/// A caller buffer as a range of addresses, for [`check_disjoint`]: its argument name, start
+/// and length in bytes, and whether tutti writes it.
+///
+/// Making a `Region` reads nothing: it only records the address, so it is made (and checked)
+/// before any slice or reference to the caller's memory exists.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Region<'n> {
+    name: &'n str,
+    start: usize,
+    bytes: usize,
+    written: bool,
+}
+
+impl<'n> Region<'n> {
+    /// An input the call only reads: `len` elements of `T` at `ptr` (NULL: no region).
+    pub fn input<T>(name: &'n str, ptr: *const T, len: usize) -> Self {
+        Self::new(
+            name,
+            ptr.addr(),
+            len.saturating_mul(std::mem::size_of::<T>()),
+            false,
+        )
+    }
+
+    /// An output the call writes: `len` elements of `T` at `ptr` (NULL: no region).
+    pub fn output<T>(name: &'n str, ptr: *mut T, len: usize) -> Self {
+        Self::new(
+            name,
+            ptr.addr(),
+            len.saturating_mul(std::mem::size_of::<T>()),
+            true,
+        )
+    }
+
+    fn new(name: &'n str, start: usize, bytes: usize, written: bool) -> Self {
+        // NULL is "not passed": the argument's own check reports it where it is required.
+        let bytes = if start == 0 { 0 } else { bytes };
+        Self {
+            name,
+            start,
+            bytes,
+            written,
+        }
+    }
+
+    fn end(&self) -> usize {
+        self.start.saturating_add(self.bytes)
+    }
+
+    fn overlaps(&self, other: &Self) -> bool {
+        self.bytes > 0 && other.bytes > 0 && self.start < other.end() && other.start < self.end()
+    }
+}
+
+/// Checks that no output region shares a byte with another output or with an input (inputs
+/// may share memory with each other). NULL and empty regions are skipped.
+///
+/// Call it before forming any slice or reference from the arguments: two overlapping
+/// `&mut` (or a `&mut` over a `&`) are undefined behaviour in Rust, and results written
+/// through one output into another (or into an input still being read) are garbage in C.
+///
+/// Errors: `TUTTI_ERROR_INVALID_ARGUMENT` naming the first two arguments that overlap.
+pub fn check_disjoint(regions: &[Region<'_>]) -> Result<(), Error> {
+    for (i, a) in regions.iter().enumerate() {
+        for b in &regions[i + 1..] {
+            if (a.written || b.written) && a.overlaps(b) {
+                return Err(Error::invalid_argument(format!(
+                    "arguments `{}` ({:#x}, {} bytes) and `{}` ({:#x}, {} bytes) overlap: an \
+                     output must not share memory with another output or with an input",
+                    a.name, a.start, a.bytes, b.name, b.start, b.bytes
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// A count argument `int name` that must be at least 1, as a `usize`.
 pub fn positive_count(value: c_int, name: &str) -> Result<usize, Error> {
     if value < 1 {
@@ -390,6 +467,60 @@ mod tests {
         // SAFETY: NULL is allowed by the contract.
         let err = unsafe { input_str(std::ptr::null(), "path") }.expect_err("rejected");
         assert_eq!(err.status(), TuttiStatus::TUTTI_ERROR_NULL_POINTER);
+    }
+
+    #[test]
+    fn overlapping_outputs_are_refused_and_inputs_may_share() {
+        let mut buffer = [0.0_f64; 8];
+        let base = buffer.as_mut_ptr();
+        let at = |i: usize| base.wrapping_add(i);
+        let check =
+            |regions: &[Region<'_>]| check_disjoint(regions).map_err(|e| e.message().to_string());
+        // Disjoint outputs, touching at a boundary.
+        assert_eq!(
+            check(&[Region::output("a", at(0), 4), Region::output("b", at(4), 4)]),
+            Ok(())
+        );
+        // Two inputs may be the same memory; NULL and empty regions are skipped.
+        assert_eq!(
+            check(&[
+                Region::input("x", at(0).cast_const(), 8),
+                Region::input("y", at(0).cast_const(), 8),
+                Region::output("n", std::ptr::null_mut::<f64>(), 8),
+                Region::output("e", at(2), 0),
+            ]),
+            Ok(())
+        );
+        // The same output twice, an output inside an input, one byte of overlap.
+        for regions in [
+            [Region::output("a", at(0), 1), Region::output("b", at(0), 1)],
+            [
+                Region::input("x", at(0).cast_const(), 8),
+                Region::output("b", at(7), 1),
+            ],
+            [
+                Region::output("a", at(0), 4),
+                Region::input("y", at(3).cast_const(), 1),
+            ],
+        ] {
+            let message = check(&regions).expect_err("overlap");
+            assert!(
+                message.contains(&format!("`{}`", regions[0].name)),
+                "{message}"
+            );
+            assert!(
+                message.contains(&format!("`{}`", regions[1].name)),
+                "{message}"
+            );
+            assert!(message.contains("overlap"), "{message}");
+        }
+        // A huge claimed length saturates instead of wrapping around.
+        let err = check_disjoint(&[
+            Region::output("a", at(0), usize::MAX),
+            Region::output("b", at(1), 1),
+        ])
+        .expect_err("overlap");
+        assert_eq!(err.status(), TuttiStatus::TUTTI_ERROR_INVALID_ARGUMENT);
     }
 
     #[test]

@@ -5,7 +5,9 @@ use std::ffi::{c_int, c_void};
 use tutti_backend::Resources;
 use tutti_fit::{fit, Experiment, FitError, FitOptions, Mesh};
 
-use crate::boundary::{ffi_call, input_slice, output_slice, positive_count, Out};
+use crate::boundary::{
+    check_disjoint, ffi_call, input_slice, output_slice, positive_count, Out, Region,
+};
 use crate::status::{Error, TuttiStatus};
 
 /// Computes one experiment's residuals and Jacobian at `parameters`.
@@ -189,7 +191,9 @@ fn positive_tolerance(value: f64, name: &str) -> Result<f64, Error> {
 /// Errors: NULL required pointers or callback (`TUTTI_ERROR_NULL_POINTER`); counts below 1,
 /// non-finite initial values, bad options (`TUTTI_ERROR_INVALID_ARGUMENT`); the callback
 /// failing at the starting point (`TUTTI_ERROR_CALLBACK`); a singular `J^T J` when
-/// `covariance_out` is requested (`TUTTI_ERROR_INVALID_ARGUMENT`).
+/// `covariance_out` is requested, outputs that overlap each other or an input
+/// (`TUTTI_ERROR_INVALID_ARGUMENT`); a problem too large for memory
+/// (`TUTTI_ERROR_OUT_OF_MEMORY`).
 ///
 /// # Safety
 /// `residual_counts` holds `n_experiments` ints, `initial` and `parameters_out`
@@ -213,7 +217,22 @@ pub unsafe extern "C" fn tutti_fit(
         let callback = residual_fn.ok_or_else(|| Error::null_pointer("residual_fn"))?;
         let experiments = positive_count(n_experiments, "n_experiments")?;
         let parameters = positive_count(n_parameters, "n_parameters")?;
-        // SAFETY: the lengths are the caller's promise; the helpers check NULL and alignment.
+        let covariance_len = parameters.checked_mul(parameters).ok_or_else(|| {
+            Error::invalid_argument(format!(
+                "argument `n_parameters` is {parameters}: its covariance matrix is larger than \
+                 memory"
+            ))
+        })?;
+        check_disjoint(&[
+            Region::input("residual_counts", residual_counts, experiments),
+            Region::input("initial", initial, parameters),
+            Region::input("options", options, 1),
+            Region::output("parameters_out", parameters_out, parameters),
+            Region::output("covariance_out", covariance_out, covariance_len),
+            Region::output("result_out", result_out, 1),
+        ])?;
+        // SAFETY: the lengths are the caller's promise; the helpers check NULL and alignment;
+        // the outputs are disjoint from each other and from the inputs (checked above).
         let (counts, initial, parameters_out, result_out) = unsafe {
             (
                 input_slice(residual_counts, experiments, "residual_counts")?,
@@ -226,9 +245,7 @@ pub unsafe extern "C" fn tutti_fit(
             None
         } else {
             // SAFETY: not NULL, so valid for n^2 doubles (the caller's promise).
-            Some(unsafe {
-                output_slice(covariance_out, parameters * parameters, "covariance_out")?
-            })
+            Some(unsafe { output_slice(covariance_out, covariance_len, "covariance_out")? })
         };
         if !options.is_aligned() {
             return Err(Error::invalid_argument("argument `options` is not aligned"));

@@ -11,7 +11,9 @@ use std::ffi::c_int;
 use tutti_backend::Resources;
 use tutti_fmm::{direct, evaluate, FmmError, FmmOptions, Precision};
 
-use crate::boundary::{ffi_call, input_slice, output_slice, positive_count, Out};
+use crate::boundary::{
+    check_disjoint, ffi_call, input_slice, output_slice, positive_count, Out, Region,
+};
 use crate::devices::TUTTI_MAX_SIMULATED_DEVICES;
 use crate::status::{Error, TuttiStatus};
 
@@ -150,6 +152,13 @@ unsafe fn bodies<'a>(
             accel_out: None,
         });
     }
+    let coordinates = count.saturating_mul(3);
+    check_disjoint(&[
+        Region::input("positions", positions, coordinates),
+        Region::input("masses", masses, count),
+        Region::output("potential_out", potential_out, count),
+        Region::output("accel_out", accel_out, coordinates),
+    ])?;
     // SAFETY: `positions` holds n * 3 doubles and `masses` n (the caller's promise); a
     // [f64; 3] has the size and alignment of three doubles, and the helpers check NULL,
     // alignment and that the byte count fits in memory.
@@ -162,13 +171,15 @@ unsafe fn bodies<'a>(
     let potential_out = if potential_out.is_null() {
         None
     } else {
-        // SAFETY: not NULL, so valid for n doubles and unaliased (the caller's promise).
+        // SAFETY: not NULL, so valid for n doubles (the caller's promise), and disjoint from
+        // every other array (checked above).
         Some(unsafe { output_slice(potential_out, count, "potential_out")? })
     };
     let accel_out = if accel_out.is_null() {
         None
     } else {
-        // SAFETY: not NULL, so valid for n * 3 doubles and unaliased (the caller's promise).
+        // SAFETY: not NULL, so valid for n * 3 doubles (the caller's promise), and disjoint
+        // from every other array (checked above).
         Some(unsafe { output_slice(accel_out.cast::<[f64; 3]>(), count, "accel_out")? })
     };
     Ok(Bodies {
@@ -204,12 +215,15 @@ impl Bodies<'_> {
 /// Errors (`TUTTI_ERROR_INVALID_ARGUMENT` unless said; the message names the argument):
 /// `n < 0`; NULL `positions` or `masses` with `n > 0` (`TUTTI_ERROR_NULL_POINTER`); NaN or
 /// infinite positions or strengths; options out of range; two distinct bodies at the same
-/// position without softening (the message names both and suggests a softening length).
+/// position without softening (the message names both and suggests a softening length);
+/// outputs that overlap each other or an input (`potential_out == accel_out`,
+/// `accel_out == positions`).
 ///
 /// # Safety
 /// For `n > 0`: `positions` holds `n * 3` doubles and `masses` `n` doubles, readable for the
 /// call; `potential_out` and `accel_out` are NULL or writable for `n` and `n * 3` doubles and
-/// do not overlap the inputs; `options` is NULL or points to a `TuttiFmmOptions`.
+/// do not overlap the inputs (an overlap is refused, not undefined); `options` is NULL or
+/// points to a `TuttiFmmOptions`.
 #[no_mangle]
 pub unsafe extern "C" fn tutti_fmm(
     n: i64,

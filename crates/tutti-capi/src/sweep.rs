@@ -15,9 +15,11 @@ use tutti_sweep::{
 };
 
 use crate::boundary::{
-    ffi_call, index_in, input_slice, input_str, output_slice, positive_count, to_c_int, Out,
+    check_disjoint, ffi_call, index_in, input_slice, input_str, output_slice, positive_count,
+    to_c_int, Out, Region,
 };
 use crate::devices::TUTTI_MAX_SIMULATED_DEVICES;
+use crate::memory::Registry;
 use crate::status::{Error, TuttiStatus};
 
 /// Whether a train is a state or an operator; passed as an `int`.
@@ -84,6 +86,10 @@ impl TuttiDtype {
 
 /// Marks a live handle: "tuttitrn".
 const LIVE_TRAIN: u64 = u64::from_be_bytes(*b"tuttitrn");
+
+/// The address of every live handle: a pointer is looked up here before it is read, so a
+/// released or foreign handle is refused without being touched.
+static LIVE_TRAINS: Registry = Registry::new();
 
 /// A tensor train (MPS or MPO, float64 or complex128), opaque to C.
 ///
@@ -207,7 +213,14 @@ unsafe fn train_ref<'a>(ptr: *const TuttiTrain, name: &str) -> Result<&'a TuttiT
             "argument `{name}` ({ptr:p}) is not a train handle (misaligned)"
         )));
     }
-    // SAFETY: not NULL and aligned; a live handle by the caller's promise.
+    if !LIVE_TRAINS.contains(ptr.addr()) {
+        return Err(Error::invalid_argument(format!(
+            "argument `{name}` ({ptr:p}) is not a live train handle (released already, or \
+             not made by tutti)"
+        )));
+    }
+    // SAFETY: not NULL, aligned, and a live handle made by into_handle (the registry says so;
+    // the caller promises no other thread releases it during 'a).
     let train = unsafe { &*ptr };
     if train.marker != LIVE_TRAIN {
         return Err(Error::invalid_argument(format!(
@@ -218,11 +231,18 @@ unsafe fn train_ref<'a>(ptr: *const TuttiTrain, name: &str) -> Result<&'a TuttiT
     Ok(train)
 }
 
+/// The memory of a handle argument, for [`check_disjoint`] (nothing is read).
+fn handle_region<'n>(name: &'n str, ptr: *const TuttiTrain) -> Region<'n> {
+    Region::input(name, ptr, 1)
+}
+
 fn into_handle(train: AnyTrain) -> *mut TuttiTrain {
-    Box::into_raw(Box::new(TuttiTrain {
+    let handle = Box::into_raw(Box::new(TuttiTrain {
         marker: LIVE_TRAIN,
         train,
-    }))
+    }));
+    LIVE_TRAINS.insert(handle.addr());
+    handle
 }
 
 /// Shape entries per site: 3 for an MPS, 4 for an MPO.
@@ -231,6 +251,81 @@ fn axes(kind: TrainKind) -> usize {
         TrainKind::Mps => 3,
         TrainKind::Mpo => 4,
     }
+}
+
+/// The doubles of each site's core (`width` per entry) from the C shapes, `axes` ints per
+/// site, after checking every dimension and the whole bond chain: each dimension at least 1,
+/// the first left bond and the last right bond 1, each right bond equal to the next site's
+/// left bond, and each core small enough for memory.
+///
+/// Errors: `TUTTI_ERROR_INVALID_ARGUMENT` naming the site and its slice of `shapes`.
+fn core_lengths(kind: TrainKind, shapes: &[c_int], width: usize) -> Result<Vec<usize>, Error> {
+    let axes = axes(kind);
+    let sites = shapes.len() / axes;
+    let at = |site: usize| format!("shapes[{}..{}]", site * axes, site * axes + axes);
+    let mut lengths = Vec::with_capacity(sites);
+    for (site, dims) in shapes.chunks_exact(axes).enumerate() {
+        if dims.iter().any(|&d| d < 1) {
+            return Err(Error::invalid_argument(format!(
+                "site {site}: shape {dims:?} has a dimension below 1 ({})",
+                at(site)
+            )));
+        }
+        let (left, right) = (dims[0], dims[axes - 1]);
+        if site == 0 && left != 1 {
+            return Err(Error::invalid_argument(format!(
+                "bond mismatch at site 0: the first left bond is {left}, expected 1 ({})",
+                at(site)
+            )));
+        }
+        if site + 1 == sites && right != 1 {
+            return Err(Error::invalid_argument(format!(
+                "bond mismatch at site {site}: the last right bond is {right}, expected 1 ({})",
+                at(site)
+            )));
+        }
+        if site > 0 {
+            let previous_right = shapes[site * axes - 1];
+            if previous_right != left {
+                return Err(Error::invalid_argument(format!(
+                    "bond mismatch at site {site}: site {} has right bond {previous_right} but \
+                     site {site} has left bond {left} ({})",
+                    site - 1,
+                    at(site)
+                )));
+            }
+        }
+        let doubles = dims
+            .iter()
+            // Positive ints (checked above) convert exactly.
+            .try_fold(width, |acc, &d| acc.checked_mul(d as usize))
+            .filter(|&doubles| doubles <= isize::MAX as usize / std::mem::size_of::<f64>())
+            .ok_or_else(|| {
+                Error::invalid_argument(format!(
+                    "site {site}: shape {dims:?} is larger than memory ({})",
+                    at(site)
+                ))
+            })?;
+        lengths.push(doubles);
+    }
+    Ok(lengths)
+}
+
+/// An empty vector with room for `len` entries, or `TUTTI_ERROR_OUT_OF_MEMORY` when the
+/// host cannot provide it (instead of aborting the process).
+fn reserve<T>(len: usize) -> Result<Vec<T>, Error> {
+    let mut entries = Vec::new();
+    entries.try_reserve_exact(len).map_err(|_| {
+        let bytes = len.saturating_mul(std::mem::size_of::<T>());
+        Error::new(
+            TuttiStatus::TUTTI_ERROR_OUT_OF_MEMORY,
+            format!(
+                "cannot allocate {} of host memory for a core",
+                tutti_backend::format_bytes(bytes as u64)
+            ),
+        )
+    })?;
+    Ok(entries)
 }
 
 /// Makes a train from one array per site, copying the data.
@@ -244,9 +339,15 @@ fn axes(kind: TrainKind) -> usize {
 ///   C order (last index fastest), one double each for float64, two (re, im) for complex128.
 /// - `out`: receives the new handle, which the caller releases with `tutti_train_free`.
 ///
+/// The shapes are checked in full (every dimension, the whole bond chain, each core's size)
+/// before any core is read, so inconsistent shapes never make tutti read past a caller's
+/// array.
+///
 /// Errors: NULL pointers (`TUTTI_ERROR_NULL_POINTER`); an unknown kind or dtype, a dimension
 /// below 1, outer bonds other than 1, neighbouring bonds that differ (the message names the
-/// site and both dims), NaN or infinite entries (`TUTTI_ERROR_INVALID_ARGUMENT`).
+/// site and both dims), a core larger than memory, NaN or infinite entries, `out`
+/// overlapping an input (`TUTTI_ERROR_INVALID_ARGUMENT`); no host memory for the copy
+/// (`TUTTI_ERROR_OUT_OF_MEMORY`).
 ///
 /// # Safety
 /// `shapes` holds `axes * n_sites` ints; `cores` holds `n_sites` pointers, each valid for
@@ -265,39 +366,49 @@ pub unsafe extern "C" fn tutti_train_from_arrays(
         let dtype = TuttiDtype::from_code(dtype, "dtype")?;
         let sites = positive_count(n_sites, "n_sites")?;
         let axes = axes(kind);
+        let shape_len = axes.checked_mul(sites).ok_or_else(|| {
+            Error::invalid_argument(format!("argument `n_sites` is {sites}: too many sites"))
+        })?;
         // SAFETY: the lengths are the caller's promise; the helpers check NULL and alignment.
-        let (shapes, pointers, out) = unsafe {
+        let (shapes, pointers) = unsafe {
             (
-                input_slice(shapes, axes * sites, "shapes")?,
+                input_slice(shapes, shape_len, "shapes")?,
                 input_slice(cores, sites, "cores")?,
-                Out::new(out, "out")?,
             )
         };
+        // Every dimension and the whole bond chain are checked before any core is touched:
+        // the shapes are all that says how much of the caller's memory may be read.
+        let doubles_per_site = core_lengths(kind, shapes, dtype.width())?;
+        let names: Vec<String> = (0..sites).map(|site| format!("cores[{site}]")).collect();
+        let mut regions = vec![
+            Region::input("shapes", shapes.as_ptr(), shapes.len()),
+            Region::input("cores", pointers.as_ptr(), pointers.len()),
+            Region::output("out", out, 1),
+        ];
+        regions.extend(
+            pointers
+                .iter()
+                .zip(&doubles_per_site)
+                .zip(&names)
+                .map(|((&pointer, &doubles), name)| Region::input(name, pointer, doubles)),
+        );
+        check_disjoint(&regions)?;
+        // SAFETY: NULL or valid for writing a pointer (the caller's promise), overlapping no
+        // input (checked above).
+        let out = unsafe { Out::new(out, "out")? };
         let mut dims_per_site = Vec::with_capacity(sites);
         let mut data_per_site = Vec::with_capacity(sites);
-        for (site, (dims, &pointer)) in shapes.chunks_exact(axes).zip(pointers).enumerate() {
-            let dims = dims
-                .iter()
-                .map(|&d| usize::try_from(d).ok().filter(|&d| d >= 1))
-                .collect::<Option<Vec<usize>>>()
-                .ok_or_else(|| {
-                    Error::invalid_argument(format!(
-                        "site {site}: shape {dims:?} has a dimension below 1 (shapes[{}..{}])",
-                        site * axes,
-                        site * axes + axes
-                    ))
-                })?;
-            let doubles = dims
-                .iter()
-                .try_fold(dtype.width(), |acc, &d| acc.checked_mul(d))
-                .ok_or_else(|| {
-                    Error::invalid_argument(format!(
-                        "site {site}: shape {dims:?} is larger than memory"
-                    ))
-                })?;
-            // SAFETY: cores[site] is valid for this core's doubles (the caller's promise).
+        for (site, ((dims, &pointer), &doubles)) in shapes
+            .chunks_exact(axes)
+            .zip(pointers)
+            .zip(&doubles_per_site)
+            .enumerate()
+        {
+            // SAFETY: cores[site] is valid for this core's doubles (the caller's promise),
+            // a count the shapes give and core_lengths checked.
             let values = unsafe { input_slice(pointer, doubles, &format!("cores[{site}]"))? };
-            dims_per_site.push(dims);
+            // Positive ints (checked by core_lengths), so the casts are exact.
+            dims_per_site.push(dims.iter().map(|&d| d as usize).collect::<Vec<usize>>());
             data_per_site.push(values);
         }
         let train = match dtype {
@@ -305,8 +416,12 @@ pub unsafe extern "C" fn tutti_train_from_arrays(
                 let arrays = dims_per_site
                     .into_iter()
                     .zip(data_per_site)
-                    .map(|(dims, values)| (dims, values.to_vec()))
-                    .collect();
+                    .map(|(dims, values)| {
+                        let mut entries = reserve(values.len())?;
+                        entries.extend_from_slice(values);
+                        Ok((dims, entries))
+                    })
+                    .collect::<Result<_, Error>>()?;
                 AnyTrain::Real(TensorTrain::from_arrays(kind, arrays).map_err(sweep_error)?)
             }
             TuttiDtype::TUTTI_DTYPE_COMPLEX128 => {
@@ -314,13 +429,15 @@ pub unsafe extern "C" fn tutti_train_from_arrays(
                     .into_iter()
                     .zip(data_per_site)
                     .map(|(dims, values)| {
-                        let entries = values
-                            .chunks_exact(2)
-                            .map(|pair| Complex64::new(pair[0], pair[1]))
-                            .collect();
-                        (dims, entries)
+                        let mut entries = reserve(values.len() / 2)?;
+                        entries.extend(
+                            values
+                                .chunks_exact(2)
+                                .map(|pair| Complex64::new(pair[0], pair[1])),
+                        );
+                        Ok((dims, entries))
                     })
-                    .collect();
+                    .collect::<Result<_, Error>>()?;
                 AnyTrain::Complex(TensorTrain::from_arrays(kind, arrays).map_err(sweep_error)?)
             }
         };
@@ -348,8 +465,15 @@ pub unsafe extern "C" fn tutti_train_from_dir(
     out: *mut *mut TuttiTrain,
 ) -> c_int {
     ffi_call("tutti_train_from_dir", || {
-        // SAFETY: the caller's promises, checked for NULL and alignment by the helpers.
-        let (path, out) = unsafe { (input_str(path, "path")?, Out::new(out, "out")?) };
+        // SAFETY: the caller's promise, checked for NULL and UTF-8 by the helper.
+        let path = unsafe { input_str(path, "path")? };
+        check_disjoint(&[
+            Region::input("path", path.as_ptr(), path.len() + 1),
+            Region::output("out", out, 1),
+        ])?;
+        // SAFETY: NULL or valid for writing a pointer (the caller's promise), overlapping no
+        // input (checked above).
+        let out = unsafe { Out::new(out, "out")? };
         let train = NpyTrain::open(path).map_err(sweep_error)?;
         out.write(into_handle(AnyTrain::Disk(train)));
         Ok(())
@@ -369,6 +493,12 @@ pub unsafe extern "C" fn tutti_train_info(
     n_sites: *mut c_int,
 ) -> c_int {
     ffi_call("tutti_train_info", || {
+        check_disjoint(&[
+            handle_region("train", train),
+            Region::output("kind", kind, 1),
+            Region::output("dtype", dtype, 1),
+            Region::output("n_sites", n_sites, 1),
+        ])?;
         // SAFETY: a live handle or NULL (the caller's promise).
         let train = unsafe { train_ref(train, "train")? };
         let sites = to_c_int(train.train.shapes().len(), "the number of sites")?;
@@ -408,6 +538,10 @@ pub unsafe extern "C" fn tutti_train_shapes(
     len: usize,
 ) -> c_int {
     ffi_call("tutti_train_shapes", || {
+        check_disjoint(&[
+            handle_region("train", train),
+            Region::output("shapes", shapes, len),
+        ])?;
         // SAFETY: a live handle or NULL (the caller's promise).
         let train = unsafe { train_ref(train, "train")? };
         let kind = train.train.kind();
@@ -449,6 +583,10 @@ pub unsafe extern "C" fn tutti_train_site(
     len: usize,
 ) -> c_int {
     ffi_call("tutti_train_site", || {
+        check_disjoint(&[
+            handle_region("train", train),
+            Region::output("data", data, len),
+        ])?;
         // SAFETY: a live handle or NULL (the caller's promise).
         let train = unsafe { train_ref(train, "train")? };
         let shapes = train.train.shapes();
@@ -526,8 +664,11 @@ pub unsafe extern "C" fn tutti_train_write_dir(
 
 /// Releases a train. `tutti_train_free(NULL)` is a no-op returning `TUTTI_OK`.
 ///
-/// Errors: `TUTTI_ERROR_INVALID_ARGUMENT` for a pointer that is recognisably not a live
-/// handle (released already, or not made by tutti); it is then left alone.
+/// Errors: `TUTTI_ERROR_INVALID_ARGUMENT` for a pointer that is not a live handle (released
+/// already, or not made by tutti): tutti keeps a registry of its live handles and looks the
+/// pointer up before reading it, so such a pointer is left alone. As for `tutti_free_c`, one
+/// case is undetectable: a handle released twice whose address a newer handle now has
+/// releases the newer one.
 ///
 /// # Safety
 /// `train` is NULL or a handle from tutti not yet released, and no other thread uses it.
@@ -537,11 +678,16 @@ pub unsafe extern "C" fn tutti_train_free(train: *mut TuttiTrain) -> c_int {
         if train.is_null() {
             return Ok(());
         }
-        // SAFETY: a live handle (the caller's promise), checked as far as possible.
+        // SAFETY: checked against the registry before it is read.
         unsafe { train_ref(train, "train")? };
-        // SAFETY: made by Box::into_raw in into_handle and not released (checked above), so
-        // this is its one release. Clearing the marker first makes an immediate second
-        // release detectable in the common case.
+        // Of two racing releases, only the one that removes it goes on.
+        if !LIVE_TRAINS.remove(train.addr()) {
+            return Err(Error::invalid_argument(format!(
+                "argument `train` ({train:p}) is not a live train handle (released already)"
+            )));
+        }
+        // SAFETY: made by Box::into_raw in into_handle and live until the removal above, so
+        // this is its one release. The cleared marker helps a debugger spot a stale handle.
         unsafe {
             (*train).marker = 0;
             drop(Box::from_raw(train));
@@ -557,6 +703,10 @@ pub unsafe extern "C" fn tutti_train_free(train: *mut TuttiTrain) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn tutti_train_norm(train: *const TuttiTrain, norm_out: *mut f64) -> c_int {
     ffi_call("tutti_train_norm", || {
+        check_disjoint(&[
+            handle_region("train", train),
+            Region::output("norm_out", norm_out, 1),
+        ])?;
         // SAFETY: the caller's promises, checked by the helpers.
         let (train, out) = unsafe { (train_ref(train, "train")?, Out::new(norm_out, "norm_out")?) };
         let value = match train.train.to_real() {
@@ -583,6 +733,11 @@ pub unsafe extern "C" fn tutti_train_distance(
     distance_out: *mut f64,
 ) -> c_int {
     ffi_call("tutti_train_distance", || {
+        check_disjoint(&[
+            handle_region("a", a),
+            handle_region("b", b),
+            Region::output("distance_out", distance_out, 1),
+        ])?;
         // SAFETY: the caller's promises, checked by the helpers.
         let (a, b, out) = unsafe {
             (
@@ -688,9 +843,24 @@ pub unsafe extern "C" fn tutti_src(
 ) -> c_int {
     ffi_call("tutti_src", || {
         let count = positive_count(n, "n")?;
-        // SAFETY: the caller's promises, checked by the helpers.
-        let (handles, out) =
-            unsafe { (input_slice(stack, count, "stack")?, Out::new(out, "out")?) };
+        // SAFETY: the caller's promise, checked by the helper.
+        let handles = unsafe { input_slice(stack, count, "stack")? };
+        let names: Vec<String> = (0..count).map(|i| format!("stack[{i}]")).collect();
+        let mut regions = vec![
+            Region::input("stack", handles.as_ptr(), handles.len()),
+            Region::input("options", options, 1),
+            Region::output("out", out, 1),
+        ];
+        regions.extend(
+            handles
+                .iter()
+                .zip(&names)
+                .map(|(&handle, name)| handle_region(name, handle)),
+        );
+        check_disjoint(&regions)?;
+        // SAFETY: NULL or valid for writing a pointer (the caller's promise), overlapping no
+        // input (checked above).
+        let out = unsafe { Out::new(out, "out")? };
         if options.is_null() {
             return Err(Error::null_pointer("options"));
         }

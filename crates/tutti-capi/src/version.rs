@@ -6,7 +6,7 @@
 
 use std::ffi::c_int;
 
-use crate::boundary::{ffi_call, Out};
+use crate::boundary::{check_disjoint, ffi_call, Out, Region};
 
 /// The crate version, e.g. `"0.1.0"`.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -35,10 +35,11 @@ const fn parse_decimal(text: &str) -> c_int {
 
 /// Writes the library's version to `*major`, `*minor` and `*patch`.
 ///
-/// Errors: `TUTTI_ERROR_NULL_POINTER` if any of the three is NULL (nothing is written).
+/// Errors: `TUTTI_ERROR_NULL_POINTER` if any of the three is NULL,
+/// `TUTTI_ERROR_INVALID_ARGUMENT` if two are the same (nothing is written).
 ///
 /// # Safety
-/// Each pointer is NULL or valid for writing an `int`, and the three are distinct.
+/// Each pointer is NULL or valid for writing an `int`.
 #[no_mangle]
 pub unsafe extern "C" fn tutti_version(
     major: *mut c_int,
@@ -46,7 +47,13 @@ pub unsafe extern "C" fn tutti_version(
     patch: *mut c_int,
 ) -> c_int {
     ffi_call("tutti_version", || {
-        // SAFETY: each pointer is NULL or valid for writes (the caller's promise).
+        check_disjoint(&[
+            Region::output("major", major, 1),
+            Region::output("minor", minor, 1),
+            Region::output("patch", patch, 1),
+        ])?;
+        // SAFETY: each pointer is NULL or valid for writes (the caller's promise), and the
+        // three are disjoint (checked above).
         let (major, minor, patch) = unsafe {
             (
                 Out::new(major, "major")?,
@@ -129,5 +136,14 @@ mod tests {
             crate::boundary::last_error(),
             "tutti_version: argument `patch` is NULL"
         );
+
+        let mut same = -1;
+        let ptr: *mut c_int = &mut same;
+        // SAFETY: one valid pointer, passed twice; refused before any write.
+        let status = unsafe { tutti_version(ptr, &mut x, ptr) };
+        assert_eq!(status, TuttiStatus::TUTTI_ERROR_INVALID_ARGUMENT.code());
+        assert_eq!((same, x), (-1, -1), "outputs are written only on success");
+        assert!(crate::boundary::last_error().contains("`major`"));
+        assert!(crate::boundary::last_error().contains("`patch`"));
     }
 }
