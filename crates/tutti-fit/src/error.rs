@@ -73,6 +73,15 @@ pub enum FitError {
         /// The ledger.
         path: PathBuf,
     },
+    /// A buffer whose size comes from the input (an experiment's residuals and Jacobian) is
+    /// larger than the host's memory or could not be reserved; nothing was allocated.
+    #[error("out of memory: cannot allocate {bytes} bytes for {what}")]
+    OutOfMemory {
+        /// What the buffer was for (it names the experiment and its dimensions).
+        what: String,
+        /// The bytes asked for (`u64::MAX` when the size itself overflows).
+        bytes: u64,
+    },
     /// A group run failed.
     #[error("{0}")]
     Group(String),

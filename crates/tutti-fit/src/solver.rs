@@ -32,7 +32,10 @@ pub struct FitOptions {
     /// Move experiments between ranks between iterations by their costs. `None` (the
     /// default) balances when some rank holds several experiments. Never changes results.
     pub balance_steps: Option<bool>,
-    /// Print one line per iteration on stderr; default false.
+    /// Report one line per iteration (cost, trial cost, damping, accepted or rejected) through
+    /// the `log` facade at info level, target `tutti_fit::solver`; default false. The library
+    /// never prints: the `tutti` CLI installs a logger that writes these lines to stderr, and
+    /// a program sees them with any `log` logger of its own.
     pub progress: bool,
 }
 
@@ -63,7 +66,7 @@ impl FitOptions {
         self
     }
 
-    /// These options with per-iteration progress on stderr.
+    /// These options with per-iteration progress reports (see [`FitOptions::progress`]).
     pub fn with_progress(mut self, progress: bool) -> Self {
         self.progress = progress;
         self
@@ -152,6 +155,64 @@ const HEADER: usize = 4;
 const OK: f64 = 0.0;
 const FAILED: f64 = 1.0;
 const NON_FINITE: f64 = 2.0;
+/// The experiment's residual and Jacobian buffers could not be reserved.
+const OUT_OF_MEMORY: f64 = 3.0;
+
+/// The bytes of one experiment's evaluation buffers: `m` residuals and the `m x n` Jacobian,
+/// `None` when that overflows.
+fn evaluation_bytes(m: usize, n: usize) -> Option<u64> {
+    let entries = m.checked_mul(n)?.checked_add(m)?;
+    u64::try_from(entries).ok()?.checked_mul(8)
+}
+
+/// The out-of-memory error for experiment `index`'s buffers.
+fn evaluation_out_of_memory(index: usize, m: usize, n: usize) -> FitError {
+    FitError::OutOfMemory {
+        what: format!(
+            "the residuals and Jacobian of experiment {index} ({m} residuals x {n} parameters)"
+        ),
+        bytes: evaluation_bytes(m, n).unwrap_or(u64::MAX),
+    }
+}
+
+/// Refuses, before anything is allocated, sizes that cannot be held: an experiment whose
+/// residuals and Jacobian (or the n x n curvature) overflow or exceed the host's physical
+/// memory. Smaller requests are still reserved fallibly when evaluated.
+fn check_sizes<E: Experiment>(experiments: &[E], n: usize) -> Result<(), FitError> {
+    let physical = tutti_backend::system::host_memory()
+        .ok()
+        .map(|memory| memory.total);
+    let too_large = |bytes: Option<u64>| match (bytes, physical) {
+        (None, _) => true,
+        (Some(bytes), Some(physical)) => bytes > physical,
+        (Some(_), None) => false,
+    };
+    let curvature = n
+        .checked_mul(n)
+        .and_then(|entries| u64::try_from(entries).ok())
+        .and_then(|entries| entries.checked_mul(8));
+    if too_large(curvature) {
+        return Err(FitError::OutOfMemory {
+            what: format!("the {n} x {n} curvature matrix"),
+            bytes: curvature.unwrap_or(u64::MAX),
+        });
+    }
+    for (index, experiment) in experiments.iter().enumerate() {
+        let m = experiment.residual_count();
+        if too_large(evaluation_bytes(m, n)) {
+            return Err(evaluation_out_of_memory(index, m, n));
+        }
+    }
+    Ok(())
+}
+
+/// `len` zeros, or `None` when they cannot be reserved.
+fn try_zeros(len: usize) -> Option<Vec<f64>> {
+    let mut out = Vec::new();
+    out.try_reserve_exact(len).ok()?;
+    out.resize(len, 0.0);
+    Some(out)
+}
 
 fn record_width(n: usize) -> usize {
     HEADER + n + n * (n + 1) / 2
@@ -167,8 +228,11 @@ fn evaluate_one<E: Experiment>(
     let m = experiment.residual_count();
     let mut record = vec![0.0; record_width(n)];
     record[0] = index as f64;
-    let mut residuals = vec![0.0; m];
-    let mut jacobian = vec![0.0; m * n];
+    let buffers = try_zeros(m).zip(m.checked_mul(n).and_then(try_zeros));
+    let Some((mut residuals, mut jacobian)) = buffers else {
+        record[1] = OUT_OF_MEMORY;
+        return (record, None);
+    };
     let started = Instant::now();
     let outcome = experiment.evaluate(parameters, &mut residuals, &mut jacobian);
     record[2] = started.elapsed().as_secs_f64();
@@ -231,6 +295,15 @@ fn evaluate_all<E: Experiment>(
     let mut records: Vec<&[f64]> = vec![&[]; experiments.len()];
     for record in gathered.chunks_exact(width) {
         records[record[0] as usize] = record;
+    }
+    // Buffers that could not be reserved fail the fit on every rank alike (every rank sees
+    // the same records).
+    if let Some(e) = records.iter().position(|r| r[1] == OUT_OF_MEMORY) {
+        return Err(evaluation_out_of_memory(
+            e,
+            experiments[e].residual_count(),
+            n,
+        ));
     }
     // Failures: every rank learns the first failing experiment's message.
     let first_failed = records.iter().position(|r| r[1] != OK);
@@ -297,7 +370,10 @@ fn evaluate_all<E: Experiment>(
 /// step; a failure at the starting point is an error naming the experiment.
 ///
 /// Errors: no experiments, no parameters, a non-finite starting point, an experiment that
-/// fails at the starting point, or a failure of the group.
+/// fails at the starting point, [`FitError::OutOfMemory`] for an experiment whose residuals
+/// and Jacobian (`residual_count() * (n + 1)` doubles) overflow, exceed the host's physical
+/// memory or cannot be reserved (checked before anything is evaluated), or a failure of the
+/// group.
 pub fn fit<E: Experiment>(
     experiments: &[E],
     initial: &[f64],
@@ -319,6 +395,7 @@ pub fn fit<E: Experiment>(
             format!("parameter {i} is {}, expected a finite number", initial[i]),
         ));
     }
+    check_sizes(experiments, initial.len())?;
     let ranks: Vec<_> = mesh
         .data_groups()
         .into_iter()
@@ -439,7 +516,7 @@ fn solve<E: Experiment>(
             -1.0
         };
         if options.progress && comm.rank() == 0 {
-            eprintln!(
+            log::info!(
                 "fit: iteration {iterations:>3}  cost {:.6e}  trial {:.6e}  damping {damping:.2e}  {}",
                 current.cost,
                 trial.cost,
@@ -471,7 +548,10 @@ fn solve<E: Experiment>(
         iterations,
         evaluations,
         termination,
-        residual_count: experiments.iter().map(Experiment::residual_count).sum(),
+        residual_count: experiments
+            .iter()
+            .map(Experiment::residual_count)
+            .fold(0, usize::saturating_add),
         makespan_initial,
         makespan_final: makespan(&costs, &assignment, ranks),
         rebalances,

@@ -243,3 +243,50 @@ fn failures_and_bad_input_are_clear_errors() {
     assert_eq!(limited.termination, Termination::MaxIterations);
     assert!(!limited.converged());
 }
+
+/// An experiment that claims `count` residuals and must never be evaluated.
+struct Claims {
+    count: usize,
+}
+
+impl Experiment for Claims {
+    fn residual_count(&self) -> usize {
+        self.count
+    }
+    fn evaluate(&self, _: &[f64], _: &mut [f64], _: &mut [f64]) -> Result<(), String> {
+        Err("evaluated: its buffers were allocated".into())
+    }
+}
+
+#[test]
+fn residual_counts_no_buffer_can_hold_are_refused_before_allocating() {
+    let initial = vec![0.5; 1000];
+    // i32::MAX residuals x 1000 parameters: 17 TB of Jacobian, more than any host holds.
+    for (count, bytes) in [
+        (i32::MAX as usize, Some((i32::MAX as u64) * 1001 * 8)),
+        (usize::MAX, None),
+        (usize::MAX / 999, None),
+    ] {
+        let experiments = [Rosenbrock.residual_count(), count].map(|count| Claims { count });
+        let error = fit(&experiments, &initial, &mesh(1), &FitOptions::default()).unwrap_err();
+        match &error {
+            FitError::OutOfMemory { what, bytes: got } => {
+                assert!(
+                    what.contains("experiment 1") && what.contains(&count.to_string()),
+                    "{error}"
+                );
+                assert_eq!(*got, bytes.unwrap_or(u64::MAX), "{error}");
+            }
+            other => panic!("expected OutOfMemory, got {other}"),
+        }
+    }
+}
+
+#[test]
+fn progress_reports_go_to_the_log_facade() {
+    // With `progress` the fit runs as without it (it used to write to stderr from the
+    // library; now nothing is printed unless the program installs a logger).
+    let options = FitOptions::default().with_progress(true);
+    let report = fit(&[Rosenbrock], &[-1.2, 1.0], &mesh(2), &options).unwrap();
+    assert!(report.converged(), "{:?}", report.termination);
+}
