@@ -2,7 +2,7 @@
 //! `potential.npy` (N,) and `accel.npy` (N, 3) out, float64, C order.
 
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Write};
+use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
@@ -18,9 +18,97 @@ fn file_error(path: &Path, message: impl ToString) -> FmmError {
     }
 }
 
+/// Checks the sizes a `.npy` header claims before any code multiplies them: the header must
+/// lie inside the file, and every tuple or list of integers in it (the shape, and any
+/// sub-array shape of a dtype) must have a product, zero dims counted as 1, that fits in
+/// `u64` (npyz forms these products, and overflow checks would make them panic).
+fn check_header_sizes(path: &Path) -> Result<(), FmmError> {
+    let mut file = File::open(path).map_err(|e| file_error(path, e))?;
+    let file_len = file.metadata().map_err(|e| file_error(path, e))?.len();
+    let mut prefix = [0u8; 12];
+    if file.read_exact(&mut prefix).is_err() || &prefix[..6] != b"\x93NUMPY" {
+        // Too short or not an .npy file: npyz gives the precise error.
+        return Ok(());
+    }
+    let (start, len) = match prefix[6] {
+        1 => (10, u64::from(u16::from_le_bytes([prefix[8], prefix[9]]))),
+        _ => (
+            12,
+            u64::from(u32::from_le_bytes([
+                prefix[8], prefix[9], prefix[10], prefix[11],
+            ])),
+        ),
+    };
+    if start + len > file_len {
+        return Err(file_error(
+            path,
+            format!(
+                "truncated: {file_len} bytes, shorter than its {}-byte header",
+                start + len
+            ),
+        ));
+    }
+    let mut text = Vec::new();
+    file.seek(SeekFrom::Start(start))
+        .map_err(|e| file_error(path, e))?;
+    file.take(len)
+        .read_to_end(&mut text)
+        .map_err(|e| file_error(path, e))?;
+    // One running product per open bracket; string literals are skipped.
+    let mut products: Vec<Option<u64>> = Vec::new();
+    let mut at = 0;
+    while at < text.len() {
+        match text[at] {
+            quote @ (b'\'' | b'"') => {
+                at += 1;
+                while at < text.len() && text[at] != quote {
+                    // A backslash escapes the next character (a quote, say).
+                    at += if text[at] == b'\\' { 2 } else { 1 };
+                }
+            }
+            b'(' | b'[' => products.push(Some(1)),
+            b')' | b']' => {
+                let closed = products.pop();
+                if closed == Some(None) {
+                    return Err(file_error(
+                        path,
+                        format!(
+                            "the header claims a shape whose number of entries overflows: {}",
+                            String::from_utf8_lossy(&text).trim()
+                        ),
+                    ));
+                }
+            }
+            b'0'..=b'9' => {
+                let digits = at;
+                while at + 1 < text.len() && text[at + 1].is_ascii_digit() {
+                    at += 1;
+                }
+                let value = text[digits..=at].iter().try_fold(0u64, |acc, &d| {
+                    acc.checked_mul(10)?.checked_add(u64::from(d - b'0'))
+                });
+                if let Some(product) = products.last_mut() {
+                    *product = product
+                        .zip(value)
+                        .and_then(|(p, v)| p.checked_mul(v.max(1)));
+                }
+            }
+            _ => {}
+        }
+        at += 1;
+    }
+    Ok(())
+}
+
 /// Reads a float64, C-order array and its shape.
+///
+/// Errors: an unreadable or malformed file, a shape whose product overflows, Fortran order,
+/// a dtype other than float64, and a data section shorter than the shape needs ("truncated",
+/// with the expected size).
 fn read_f64(path: &Path) -> Result<(Vec<u64>, Vec<f64>), FmmError> {
+    check_header_sizes(path)?;
     let file = File::open(path).map_err(|e| file_error(path, e))?;
+    let file_len = file.metadata().map_err(|e| file_error(path, e))?.len();
     let npy = npyz::NpyFile::new(BufReader::new(file)).map_err(|e| file_error(path, e))?;
     let shape = npy.shape().to_vec();
     if npy.order() != npyz::Order::C {
@@ -33,8 +121,55 @@ fn read_f64(path: &Path) -> Result<(Vec<u64>, Vec<f64>), FmmError> {
             format!("expected dtype float64 ('<f8'), got {}", dtype.descr()),
         ));
     }
-    let values = npy.into_vec::<f64>().map_err(|e| file_error(path, e))?;
+    // The data must be all there before any of it is read: 8 bytes per entry after the header.
+    let entries = shape
+        .iter()
+        .try_fold(1u64, |acc, &d| acc.checked_mul(d))
+        .ok_or_else(|| file_error(path, format!("shape {shape:?}: too many entries")))?;
+    let header_len = npy_header_len(path)?;
+    let expected = entries
+        .checked_mul(8)
+        .and_then(|bytes| bytes.checked_add(header_len))
+        .ok_or_else(|| file_error(path, format!("shape {shape:?}: too many bytes")))?;
+    if file_len < expected {
+        return Err(file_error(
+            path,
+            format!("truncated: {file_len} bytes, expected {expected} for shape {shape:?}"),
+        ));
+    }
+    let values = npy.into_vec::<f64>().map_err(|e| {
+        file_error(
+            path,
+            format!("{e} (truncated? expected {entries} float64 entries)"),
+        )
+    })?;
+    if u64::try_from(values.len()) != Ok(entries) {
+        return Err(file_error(
+            path,
+            format!(
+                "{} entries read, expected {entries} for shape {shape:?}",
+                values.len()
+            ),
+        ));
+    }
     Ok((shape, values))
+}
+
+/// The bytes before an `.npy` file's data: the magic, the version, the header length field
+/// (2 bytes in version 1, 4 in versions 2 and 3) and the header (npyz has parsed it already).
+fn npy_header_len(path: &Path) -> Result<u64, FmmError> {
+    let mut file = File::open(path).map_err(|e| file_error(path, e))?;
+    let mut prefix = [0u8; 12];
+    file.read_exact(&mut prefix)
+        .map_err(|_| file_error(path, "truncated: shorter than an .npy header"))?;
+    Ok(match prefix[6] {
+        1 => 10 + u64::from(u16::from_le_bytes([prefix[8], prefix[9]])),
+        _ => {
+            12 + u64::from(u32::from_le_bytes([
+                prefix[8], prefix[9], prefix[10], prefix[11],
+            ]))
+        }
+    })
 }
 
 /// Reads positions: a float64 array of shape (N, 3).
@@ -45,6 +180,17 @@ pub fn read_positions(path: impl AsRef<Path>) -> Result<Vec<[f64; 3]>, FmmError>
         return Err(file_error(
             path,
             format!("expected shape (N, 3), got {shape:?}"),
+        ));
+    }
+    let expected = shape[0].checked_mul(3);
+    if expected != u64::try_from(values.len()).ok() {
+        return Err(file_error(
+            path,
+            format!(
+                "{} values read, expected N * 3 = {} for shape {shape:?}",
+                values.len(),
+                expected.map_or_else(|| "more than 2^64".to_string(), |e| e.to_string())
+            ),
         ));
     }
     Ok(values
@@ -61,6 +207,12 @@ pub fn read_masses(path: impl AsRef<Path>) -> Result<Vec<f64>, FmmError> {
         return Err(file_error(
             path,
             format!("expected shape (N,), got {shape:?}"),
+        ));
+    }
+    if u64::try_from(values.len()) != Ok(shape[0]) {
+        return Err(file_error(
+            path,
+            format!("{} values read, expected N = {}", values.len(), shape[0]),
         ));
     }
     Ok(values)
