@@ -67,3 +67,35 @@ def test_bad_arguments_raise() -> None:
     with pytest.raises(tutti.TuttiError) as caught:
         tutti.fit(exponential, [5], [1.0, 0.0], devices=0)
     assert "devices" in caught.value.message
+
+
+def _failing_once(error: BaseException):
+    """exponential, but the second call (a trial step the fit could go around) raises."""
+    calls = []
+
+    def model(experiment: int, p: list[float]):
+        calls.append(experiment)
+        if len(calls) == 2:
+            raise error
+        return exponential(experiment, p)
+
+    return model, calls
+
+
+def test_an_exception_fails_the_fit_even_when_it_would_converge() -> None:
+    model, calls = _failing_once(ValueError("bad trial point"))
+    with pytest.raises(tutti.TuttiError) as caught:
+        tutti.fit(model, [5], [1.0, 0.0])
+    assert caught.value.status == tutti.Status.ERROR_CALLBACK
+    assert isinstance(caught.value.__cause__, ValueError)
+    assert "bad trial point" in str(caught.value)
+    assert len(calls) == 2, "the fit stops calling the model after the exception"
+
+
+@pytest.mark.parametrize("counts, devices", [([5], 1), ([5, 5], 2)])
+def test_a_keyboard_interrupt_in_the_callback_is_re_raised(counts, devices) -> None:
+    # One experiment: the second call is a trial step; two: the second experiment's start.
+    model, calls = _failing_once(KeyboardInterrupt())
+    with pytest.raises(KeyboardInterrupt):
+        tutti.fit(model, counts, [1.0, 0.0], devices=devices)
+    assert len(calls) == 2

@@ -17,9 +17,11 @@ Every failing call raises :class:`TuttiError`, carrying the C status and the lib
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import enum
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -527,8 +529,13 @@ def fit(residuals, residual_counts, initial, *, devices: int = 1, max_iterations
     ``r`` a sequence of ``residual_counts[experiment]`` floats, ``jacobian`` their
     derivatives, as rows (one per residual) or flat row-major. The fit minimizes
     ``0.5 * sum |r|^2`` over all experiments, split over ``devices`` simulated devices (the
-    result does not depend on how many). An exception in the callback fails the fit and is
-    re-raised here, chained to the TuttiError.
+    result does not depend on how many).
+
+    An exception in the callback stops the fit (every later callback call reports failure
+    without calling ``residuals``) and fails it, even where the library could have gone
+    around the rejected point: an ``Exception`` is raised here as the ``__cause__`` of a
+    TuttiError (``Status.ERROR_CALLBACK`` unless the library failed otherwise), and a
+    ``KeyboardInterrupt`` or ``SystemExit`` is re-raised as itself.
     """
     counts = [int(c) for c in residual_counts]
     start = [float(x) for x in initial]
@@ -536,6 +543,8 @@ def fit(residuals, residual_counts, initial, *, devices: int = 1, max_iterations
     raised: list[BaseException] = []
 
     def trampoline(_user, experiment, p, n_parameters, r, m, jac):
+        if raised:  # stop: the fit will fail with the first exception anyway
+            return 1
         try:
             values, jacobian = residuals(experiment, [p[i] for i in range(n_parameters)])
             flat = [float(x) for row in jacobian for x in (row if hasattr(row, "__len__") else [row])]
@@ -576,12 +585,19 @@ def fit(residuals, residual_counts, initial, *, devices: int = 1, max_iterations
         covariance_c,
         ctypes.byref(result_c),
     )
-    try:
-        _check(status)
-    except TuttiError as error:
-        if raised:
-            raise error from raised[0]
-        raise
+    if raised:
+        first = raised[0]
+        if not isinstance(first, Exception):  # KeyboardInterrupt, SystemExit: as themselves
+            raise first
+        if status >= 0:  # the library went around the point: the fit still fails
+            status = Status.ERROR_CALLBACK
+            message = (
+                f"tutti_fit: the residual callback raised {type(first).__name__}: {first}"
+            )
+        else:
+            message = _lib.tutti_last_error().decode("utf-8", errors="replace")
+        raise TuttiError(status, message) from first
+    _check(status)
     return FitResult(
         parameters=[parameters_c[i] for i in range(n)],
         covariance=[[covariance_c[i * n + j] for j in range(n)] for i in range(n)],
@@ -807,9 +823,17 @@ class Train:
     first Dl and the last Dr are 1. Complex cores (or any complex core) make a complex128
     train, else float64. The handle is released by :meth:`close`, by leaving a ``with`` block,
     or when the object is collected.
+
+    A train may be used by several threads at once. :meth:`close` while another thread's call
+    on the same train is running is safe: later calls raise TuttiError at once, and the
+    handle is released when the last running call returns.
     """
 
     def __init__(self, cores, *, _handle: int | None = None):
+        # The handle's state, guarded by _lock: calls in flight pin it, close() waits for them.
+        self._lock = threading.Condition()
+        self._in_flight = 0
+        self._handle = ctypes.c_void_p()
         if _handle is not None:
             self._handle = ctypes.c_void_p(_handle)
             return
@@ -837,7 +861,6 @@ class Train:
             *[a.ctypes.data_as(double_p) if a.size else double_p() for a in arrays]
         )
         handle = ctypes.c_void_p()
-        self._handle = ctypes.c_void_p()
         _check(
             _lib.tutti_train_from_arrays(
                 int(kind),
@@ -857,18 +880,30 @@ class Train:
         _check(_lib.tutti_train_from_dir(os.fsencode(path), ctypes.byref(handle)))
         return cls(None, _handle=handle.value)
 
-    def _live(self) -> ctypes.c_void_p:
-        if not self._handle:
-            raise TuttiError(Status.ERROR_INVALID_ARGUMENT, "the train was closed")
-        return self._handle
+    @contextlib.contextmanager
+    def _live(self):
+        """The handle, pinned for the ``with`` block: close() waits until it ends."""
+        with self._lock:
+            if not self._handle:
+                raise TuttiError(Status.ERROR_INVALID_ARGUMENT, "the train was closed")
+            self._in_flight += 1
+            handle = self._handle
+        try:
+            yield handle
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+                if self._in_flight == 0:
+                    self._lock.notify_all()
 
     def _info(self) -> tuple[TrainKind, Dtype, int]:
         kind, dtype, sites = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
-        _check(
-            _lib.tutti_train_info(
-                self._live(), ctypes.byref(kind), ctypes.byref(dtype), ctypes.byref(sites)
+        with self._live() as handle:
+            _check(
+                _lib.tutti_train_info(
+                    handle, ctypes.byref(kind), ctypes.byref(dtype), ctypes.byref(sites)
+                )
             )
-        )
         return TrainKind(kind.value), Dtype(dtype.value), sites.value
 
     @property
@@ -890,7 +925,8 @@ class Train:
         kind, _, sites = self._info()
         axes = 3 if kind == TrainKind.MPS else 4
         raw = (ctypes.c_int * (axes * sites))()
-        _check(_lib.tutti_train_shapes(self._live(), raw, axes * sites))
+        with self._live() as handle:
+            _check(_lib.tutti_train_shapes(handle, raw, axes * sites))
         return [tuple(raw[axes * k : axes * k + axes]) for k in range(sites)]
 
     @property
@@ -908,38 +944,51 @@ class Train:
         result = []
         for site, shape in enumerate(self.shapes):
             core = np.empty(shape, dtype=np_dtype)
-            _check(
-                _lib.tutti_train_site(
-                    self._live(),
-                    site,
-                    core.ctypes.data_as(ctypes.POINTER(ctypes.c_double)),
-                    core.size * width,
+            with self._live() as handle:
+                _check(
+                    _lib.tutti_train_site(
+                        handle,
+                        site,
+                        core.ctypes.data_as(ctypes.POINTER(ctypes.c_double)),
+                        core.size * width,
+                    )
                 )
-            )
             result.append(core)
         return result
 
     def write_dir(self, path) -> None:
         """Writes the train as a directory of ``.npy`` files, atomically."""
-        _check(_lib.tutti_train_write_dir(self._live(), os.fsencode(path)))
+        with self._live() as handle:
+            _check(_lib.tutti_train_write_dir(handle, os.fsencode(path)))
 
     def norm(self) -> float:
         """``||self||`` (Frobenius for an MPO), by contraction."""
         value = ctypes.c_double()
-        _check(_lib.tutti_train_norm(self._live(), ctypes.byref(value)))
+        with self._live() as handle:
+            _check(_lib.tutti_train_norm(handle, ctypes.byref(value)))
         return value.value
 
     def distance(self, other: "Train") -> float:
         """``||self - other||``, by contraction (accurate when the two nearly agree)."""
         value = ctypes.c_double()
-        _check(_lib.tutti_train_distance(self._live(), other._live(), ctypes.byref(value)))
+        with self._live() as mine, other._live() as theirs:
+            _check(_lib.tutti_train_distance(mine, theirs, ctypes.byref(value)))
         return value.value
 
     def close(self) -> None:
-        """Releases the library's train; later uses raise TuttiError. Idempotent."""
-        handle, self._handle = getattr(self, "_handle", None), ctypes.c_void_p()
-        if handle:
-            _check(_lib.tutti_train_free(handle))
+        """Releases the library's train; later uses raise TuttiError. Idempotent and
+        thread-safe: calls already running on the train (in other threads) finish first."""
+        lock = getattr(self, "_lock", None)
+        if lock is None:  # __init__ did not get far enough to hold anything
+            return
+        with lock:
+            handle, self._handle = self._handle, ctypes.c_void_p()
+            if not handle:
+                return
+            # New calls see the cleared handle and raise; wait for the running ones.
+            while self._in_flight:
+                lock.wait()
+        _check(_lib.tutti_train_free(handle))
 
     def __enter__(self) -> "Train":
         return self
@@ -954,9 +1003,10 @@ class Train:
             pass
 
     def __repr__(self) -> str:
-        if not self._handle:
+        try:
+            kind, dtype, sites = self._info()
+        except TuttiError:
             return "Train(closed)"
-        kind, dtype, sites = self._info()
         return f"Train({kind.name}, {dtype.name.lower()}, {sites} sites, bonds {self.bonds})"
 
 
@@ -989,7 +1039,11 @@ def src(
         raise TuttiError(Status.ERROR_INVALID_ARGUMENT, f"src: seed {seed} is not a u64")
     options.seed = int(seed)
     options.devices = _int(devices, "devices").value
-    stack = (ctypes.c_void_p * len(owned))(*[t._live().value for t in owned])
     out = ctypes.c_void_p()
-    _check(_lib.tutti_src(stack, _int(len(owned), "n"), ctypes.byref(options), ctypes.byref(out)))
+    with contextlib.ExitStack() as pinned:
+        handles = [pinned.enter_context(t._live()).value for t in owned]
+        stack = (ctypes.c_void_p * len(owned))(*handles)
+        _check(
+            _lib.tutti_src(stack, _int(len(owned), "n"), ctypes.byref(options), ctypes.byref(out))
+        )
     return Train(None, _handle=out.value)
