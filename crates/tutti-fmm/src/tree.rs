@@ -1,15 +1,16 @@
 //! The adaptive octree over Morton-sorted bodies.
 //!
-//! Bodies are sorted by their Morton key (21 bits per axis in the bounding cube). A node is
-//! split into its non-empty octants while it holds more than `leaf_size` bodies and is above
-//! `max_depth`. Nodes are stored breadth first, so every level is a contiguous index range,
-//! the children of a node are contiguous, and within a level nodes follow the Morton curve.
-//! Leaves are also numbered along the Morton curve, and every node covers a contiguous range
-//! of leaves and of sorted bodies.
+//! A node is split into its non-empty octants while it holds more than `leaf_size` bodies,
+//! is above `max_depth`, and its bodies can be separated (they do not all coincide). The
+//! octants of a node are those of the cube fitted to the node's own bodies (see
+//! `split_cell`), not a fixed grid over the whole bounding cube: one far outlier then costs
+//! one level, not the resolution of every other cell. Bodies are ordered along the curve
+//! this defines (octants in Morton order at every level). Nodes are stored breadth first, so
+//! every level is a contiguous index range, the children of a node are contiguous, and
+//! within a level nodes follow the curve. Leaves are also numbered along the curve, and
+//! every node covers a contiguous range of leaves and of sorted bodies.
 
 use rayon::prelude::*;
-
-use crate::options::MAX_DEPTH;
 
 /// Marks the parent of the root.
 pub(crate) const NO_PARENT: u32 = u32::MAX;
@@ -73,48 +74,63 @@ pub(crate) struct Octree {
     pub masses: Vec<f64>,
 }
 
-/// Spreads the low 21 bits of `v` to every third bit.
-fn spread(v: u64) -> u64 {
-    let mut x = v & 0x1f_ffff;
-    x = (x | (x << 32)) & 0x1f00000000ffff;
-    x = (x | (x << 16)) & 0x1f0000ff0000ff;
-    x = (x | (x << 8)) & 0x100f00f00f00f00f;
-    x = (x | (x << 4)) & 0x10c30c30c30c30c3;
-    x = (x | (x << 2)) & 0x1249249249249249;
-    x
-}
-
-/// Morton keys of the positions in their bounding cube (x in the highest bit of each triple).
-fn morton_keys(positions: &[[f64; 3]]) -> Vec<u64> {
+/// Puts the bodies of one cell (`cell`, input indices) in octant order and returns how many
+/// fall into each octant, or `None` when the cell cannot be split: its bodies coincide, or
+/// their extent is too small for the midpoint to separate them in floating point.
+///
+/// The octants are those of the cube anchored at the low corner of the bodies' own bounding
+/// box, with its largest side: octant `4 x + 2 y + z`, each bit set in the upper half of
+/// its axis. Every cell is re-fitted to its bodies, so a far outlier costs one level instead
+/// of squeezing everything else into one cell. The order within an octant is kept, so the
+/// result depends only on the positions.
+fn split_cell(cell: &mut [usize], positions: &[[f64; 3]]) -> Option<[usize; 8]> {
     let mut low = [f64::INFINITY; 3];
     let mut high = [f64::NEG_INFINITY; 3];
-    for p in positions {
+    for &body in cell.iter() {
         for axis in 0..3 {
-            low[axis] = low[axis].min(p[axis]);
-            high[axis] = high[axis].max(p[axis]);
+            low[axis] = low[axis].min(positions[body][axis]);
+            high[axis] = high[axis].max(positions[body][axis]);
         }
     }
-    let extent = (0..3).map(|a| high[a] - low[a]).fold(0.0, f64::max);
-    let cells = (1u64 << MAX_DEPTH) as f64;
-    let scale = if extent > 0.0 { cells / extent } else { 0.0 };
-    let max_cell = (1u64 << MAX_DEPTH) - 1;
-    positions
-        .par_iter()
-        .map(|p| {
-            let cell = |axis: usize| {
-                let c = ((p[axis] - low[axis]) * scale).floor();
-                // Saturating float-to-int conversion; the top face maps to the last cell.
-                (c as u64).min(max_cell)
-            };
-            (spread(cell(0)) << 2) | (spread(cell(1)) << 1) | spread(cell(2))
-        })
-        .collect()
+    // Half the largest side, halved before subtracting so that +-1e308 cannot overflow.
+    let half = (0..3)
+        .map(|a| 0.5 * high[a] - 0.5 * low[a])
+        .fold(0.0, f64::max);
+    if half <= 0.0 {
+        return None;
+    }
+    let middle = low.map(|l| l + half);
+    let octant = |body: usize| {
+        let p = &positions[body];
+        (usize::from(p[0] >= middle[0]) << 2)
+            | (usize::from(p[1] >= middle[1]) << 1)
+            | usize::from(p[2] >= middle[2])
+    };
+    let mut counts = [0usize; 8];
+    for &body in cell.iter() {
+        counts[octant(body)] += 1;
+    }
+    if counts.contains(&cell.len()) {
+        // One octant holds everything: the child would be the same cell again.
+        return None;
+    }
+    let mut next = [0usize; 8];
+    for oct in 1..8 {
+        next[oct] = next[oct - 1] + counts[oct - 1];
+    }
+    let mut sorted = vec![0usize; cell.len()];
+    for &body in cell.iter() {
+        let oct = octant(body);
+        sorted[next[oct]] = body;
+        next[oct] += 1;
+    }
+    cell.copy_from_slice(&sorted);
+    Some(counts)
 }
 
-/// The octant of `key` below a node at `level`.
-fn octant(key: u64, level: usize) -> u64 {
-    (key >> (3 * (MAX_DEPTH - level - 1))) & 7
-}
+/// A leaf at the depth cap holding more than this many times `leaf_size` bodies is reported:
+/// its direct sum is quadratic in its bodies.
+const CROWDED_LEAF_FACTOR: usize = 8;
 
 impl Octree {
     /// Builds the tree. Positions and masses have equal lengths (checked by the caller); the
@@ -125,14 +141,8 @@ impl Octree {
         leaf_size: usize,
         max_depth: usize,
     ) -> Self {
-        let keys = morton_keys(positions);
-        let mut sorted: Vec<(u64, usize)> = keys.into_iter().zip(0..).collect();
-        sorted.par_sort_unstable();
-        let input_index: Vec<usize> = sorted.iter().map(|&(_, i)| i).collect();
-        let keys: Vec<u64> = sorted.iter().map(|&(k, _)| k).collect();
-        let sorted_positions: Vec<[f64; 3]> = input_index.iter().map(|&i| positions[i]).collect();
-        let sorted_masses: Vec<f64> = input_index.iter().map(|&i| masses[i]).collect();
-
+        // `order[k]`: the input index of the k-th body in tree order.
+        let mut order: Vec<usize> = (0..positions.len()).collect();
         let mut nodes = Vec::new();
         let mut levels = Vec::new();
         if !positions.is_empty() {
@@ -152,27 +162,42 @@ impl Octree {
             loop {
                 levels.push(level_range.clone());
                 let level_end = nodes.len();
-                for index in level_range.clone() {
-                    let (begin, end, level) =
-                        (nodes[index].begin, nodes[index].end, nodes[index].level);
-                    if end - begin <= leaf_size || level >= max_depth {
+                let candidates: Vec<usize> = level_range
+                    .clone()
+                    .filter(|&i| nodes[i].bodies() > leaf_size && nodes[i].level < max_depth)
+                    .collect();
+                // The candidates' body ranges are disjoint and increasing: split them in
+                // parallel, each on its own part of `order`.
+                let mut cells = Vec::with_capacity(candidates.len());
+                let mut rest: &mut [usize] = &mut order;
+                let mut offset = 0;
+                for &index in &candidates {
+                    let (begin, end) = (nodes[index].begin, nodes[index].end);
+                    let (_, tail) = std::mem::take(&mut rest).split_at_mut(begin - offset);
+                    let (cell, tail) = tail.split_at_mut(end - begin);
+                    cells.push(cell);
+                    rest = tail;
+                    offset = end;
+                }
+                let splits: Vec<Option<[usize; 8]>> = cells
+                    .into_par_iter()
+                    .map(|cell| split_cell(cell, positions))
+                    .collect();
+                for (&index, counts) in candidates.iter().zip(splits) {
+                    let Some(counts) = counts else {
                         continue;
-                    }
+                    };
                     let child_begin = nodes.len() as u32;
-                    let mut start = begin;
-                    for oct in 0..8u64 {
-                        let stop =
-                            begin + keys[begin..end].partition_point(|&k| octant(k, level) <= oct);
-                        if stop > start {
-                            nodes.push(Node {
-                                begin: start,
-                                end: stop,
-                                level: level + 1,
-                                parent: index as u32,
-                                ..nodes[index].clone()
-                            });
-                        }
-                        start = stop;
+                    let mut start = nodes[index].begin;
+                    for count in counts.into_iter().filter(|&c| c > 0) {
+                        nodes.push(Node {
+                            begin: start,
+                            end: start + count,
+                            level: nodes[index].level + 1,
+                            parent: index as u32,
+                            ..nodes[index].clone()
+                        });
+                        start += count;
                     }
                     nodes[index].child_begin = child_begin;
                     nodes[index].child_count = nodes.len() as u32 - child_begin;
@@ -182,6 +207,21 @@ impl Octree {
                 }
                 level_range = level_end..nodes.len();
             }
+        }
+        let input_index = order;
+        let sorted_positions: Vec<[f64; 3]> = input_index.iter().map(|&i| positions[i]).collect();
+        let sorted_masses: Vec<f64> = input_index.iter().map(|&i| masses[i]).collect();
+        if let Some(crowded) = nodes
+            .iter()
+            .filter(|n| n.child_count == 0 && n.level >= max_depth)
+            .map(Node::bodies)
+            .max()
+            .filter(|&bodies| bodies > CROWDED_LEAF_FACTOR.saturating_mul(leaf_size))
+        {
+            log::warn!(
+                "fmm: a leaf at the depth cap ({max_depth}) holds {crowded} bodies \
+                 (leaf_size {leaf_size}); they interact directly, in time quadratic in their number"
+            );
         }
         for node in nodes.iter_mut().filter(|n| n.is_leaf()) {
             node.child_begin = 0;

@@ -1,6 +1,7 @@
 use proptest::prelude::*;
 
 use super::*;
+use crate::options::MAX_DEPTH;
 
 fn check_invariants(tree: &Octree, n: usize, leaf_size: usize, max_depth: usize) {
     let mut seen = vec![0usize; n];
@@ -22,7 +23,13 @@ fn check_invariants(tree: &Octree, n: usize, leaf_size: usize, max_depth: usize)
         assert!(node.is_leaf());
         assert_eq!(node.begin, next);
         assert!(node.end > node.begin, "leaves are not empty");
-        assert!(node.bodies() <= leaf_size || node.level == max_depth);
+        // A crowded leaf is at the depth cap, or its bodies cannot be separated.
+        let mut bodies: Vec<usize> = (node.begin..node.end).collect();
+        assert!(
+            node.bodies() <= leaf_size
+                || node.level == max_depth
+                || split_cell(&mut bodies, &tree.positions).is_none()
+        );
         next = node.end;
     }
     assert_eq!(next, n);
@@ -66,12 +73,76 @@ proptest! {
 }
 
 #[test]
-fn all_bodies_at_one_point_stop_at_the_depth_cap() {
+fn all_bodies_at_one_point_make_one_leaf() {
     let positions = vec![[0.25, -1.0, 3.0]; 1000];
     let masses = vec![1.0; 1000];
     let tree = Octree::build(&positions, &masses, 8, 5);
-    assert_eq!(tree.depth(), 5);
+    assert_eq!(tree.depth(), 0);
     assert_eq!(tree.leaves.len(), 1);
-    assert!(tree.nodes.len() <= 6);
+    assert_eq!(tree.nodes.len(), 1);
     check_invariants(&tree, 1000, 8, 5);
+}
+
+#[test]
+fn bodies_one_ulp_apart_make_one_leaf_instead_of_a_chain() {
+    let x = 1.0f64;
+    let next = f64::from_bits(x.to_bits() + 1);
+    let positions: Vec<[f64; 3]> = (0..100)
+        .map(|i| [if i % 2 == 0 { x } else { next }, 0.0, 0.0])
+        .collect();
+    let masses = vec![1.0; 100];
+    let tree = Octree::build(&positions, &masses, 8, 21);
+    check_invariants(&tree, 100, 8, 21);
+    assert!(tree.depth() <= 1, "depth {}", tree.depth());
+}
+
+#[test]
+fn bodies_at_the_ends_of_the_f64_range_are_split() {
+    let positions = vec![[-1e308, 0.0, 0.0], [1e308, 0.0, 0.0], [0.0, 1e308, -1e308]];
+    let masses = vec![1.0; 3];
+    let tree = Octree::build(&positions, &masses, 1, 21);
+    check_invariants(&tree, 3, 1, 21);
+    assert_eq!(tree.leaves.len(), 3);
+}
+
+/// Bodies on a lattice filling the unit cube, `n` of them.
+fn unit_cube(n: usize) -> Vec<[f64; 3]> {
+    let side = (n as f64).cbrt().ceil() as usize;
+    (0..n)
+        .map(|i| {
+            let (x, y, z) = (i % side, (i / side) % side, i / (side * side));
+            [x, y, z].map(|c| (c as f64 + 0.5) / side as f64)
+        })
+        .collect()
+}
+
+#[test]
+fn a_far_outlier_costs_one_level_not_the_leaves() {
+    let leaf_size = 16;
+    let inside = unit_cube(4096);
+    let mut with_outlier = inside.clone();
+    with_outlier.push([1e15, -3e14, 2e15]);
+    let plain = Octree::build(&inside, &vec![1.0; inside.len()], leaf_size, MAX_DEPTH);
+    let tree = Octree::build(
+        &with_outlier,
+        &vec![1.0; with_outlier.len()],
+        leaf_size,
+        MAX_DEPTH,
+    );
+    check_invariants(&tree, with_outlier.len(), leaf_size, MAX_DEPTH);
+    let largest = |tree: &Octree| {
+        tree.leaves
+            .iter()
+            .map(|&l| tree.nodes[l as usize].bodies())
+            .max()
+            .unwrap_or(0)
+    };
+    assert!(
+        largest(&tree) <= leaf_size,
+        "largest leaf {}",
+        largest(&tree)
+    );
+    // The outlier's own leaf, beside the unit cube's tree.
+    assert_eq!(tree.leaves.len(), plain.leaves.len() + 1);
+    assert_eq!(tree.depth(), plain.depth() + 1);
 }
