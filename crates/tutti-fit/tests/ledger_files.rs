@@ -287,3 +287,71 @@ fn without_resume_a_new_ledger_is_written() {
     let err = checkpointed_map(square, &items, &other, &options).unwrap_err();
     assert!(matches!(err, FitError::LedgerExists { .. }), "{err}");
 }
+
+/// The environment variable that turns [`ledger_write_limit_child`] on.
+const LIMIT_CHILD: &str = "TUTTI_TEST_LEDGER_WRITE_LIMIT";
+
+/// Not a test on its own: the child process of the full-disk test (does nothing unless the
+/// parent sets the environment variable). It records two tasks, then caps the size of any
+/// file it writes (`RLIMIT_FSIZE`, like a disk filling up: writes past it fail with EFBIG)
+/// and runs a campaign whose ledger outgrows the cap.
+#[test]
+fn ledger_write_limit_child() {
+    let Ok(ledger) = std::env::var(LIMIT_CHILD) else {
+        return;
+    };
+    let ledger = PathBuf::from(ledger);
+    let items = items(40);
+    checkpointed_map(square, &items[..2], &ledger, &CampaignOptions::default()).unwrap();
+    let size = std::fs::metadata(&ledger).unwrap().len();
+    let limit = libc::rlimit {
+        rlim_cur: size + 400,
+        rlim_max: libc::RLIM_INFINITY,
+    };
+    // SAFETY: plain system calls on this process; ignoring SIGXFSZ turns the signal a
+    // write past the cap would raise into the EFBIG error the ledger must handle.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+        assert_eq!(libc::setrlimit(libc::RLIMIT_FSIZE, &limit), 0);
+    }
+    let err = checkpointed_map(square, &items, &ledger, &CampaignOptions::default())
+        .expect_err("the ledger outgrows the cap");
+    assert!(matches!(err, FitError::Io { .. }), "{err}");
+    println!("write limit reached: {err}");
+}
+
+#[test]
+fn a_full_disk_stops_the_campaign_leaving_the_last_ledger_and_no_temporary() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join(NAME);
+    let output = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "ledger_write_limit_child",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(LIMIT_CHILD, &ledger)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.contains("write limit reached"),
+        "child failed: {}\n{stdout}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    // The last complete ledger, and nothing else, is left.
+    let kept = read_ledger(&ledger).unwrap();
+    assert!(kept.len() >= 2 && kept.len() < 40, "{} records", kept.len());
+    assert_eq!(
+        names(dir.path()),
+        [NAME.to_string(), format!("{NAME}.lock")]
+    );
+    // Space again: the rerun finishes from where it stopped.
+    let items = items(40);
+    let outcome = checkpointed_map(square, &items, &ledger, &CampaignOptions::default()).unwrap();
+    assert_eq!(outcome.results, expected(&items));
+    assert_eq!(outcome.reused, kept.len());
+    assert!(outcome.records.iter().all(|r| r.attempts == 1));
+}
