@@ -101,6 +101,7 @@ pub(crate) fn adjoint_error(error: AdjointError) -> Error {
         }
         AdjointError::Io { .. } => TuttiStatus::TUTTI_ERROR_IO,
         AdjointError::ThreadPool(_) => TuttiStatus::TUTTI_ERROR_DEVICE,
+        AdjointError::TooManyThreads { .. } => TuttiStatus::TUTTI_ERROR_INVALID_ARGUMENT,
         // Bad molecules, basis sets, elements and options, and kinds added later (all input
         // errors so far).
         _ => TuttiStatus::TUTTI_ERROR_INVALID_ARGUMENT,
@@ -465,6 +466,18 @@ H 0.0 -0.7569503272636612 0.585882276618295
         // SAFETY: json came from tutti and is released once.
         assert_eq!(unsafe { tutti_free_c(json.cast()) }, 0);
         Ok((result, text))
+    }
+
+    #[test]
+    fn adjoint_errors_map_to_their_status() {
+        let too_many = AdjointError::TooManyThreads {
+            requested: 20_000,
+            limit: 64,
+        };
+        assert_eq!(
+            adjoint_error(too_many).status(),
+            TuttiStatus::TUTTI_ERROR_INVALID_ARGUMENT
+        );
     }
 
     #[test]

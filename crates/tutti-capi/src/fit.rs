@@ -160,7 +160,9 @@ fn fit_error(error: FitError) -> Error {
         FitError::InvalidArgument { .. } | FitError::Mesh(_) => {
             TuttiStatus::TUTTI_ERROR_INVALID_ARGUMENT
         }
+        FitError::OutOfMemory { .. } => TuttiStatus::TUTTI_ERROR_OUT_OF_MEMORY,
         FitError::Io { .. } | FitError::BadLedger { .. } => TuttiStatus::TUTTI_ERROR_IO,
+        // Group runs, and kinds the library adds later.
         _ => TuttiStatus::TUTTI_ERROR_DEVICE,
     };
     Error::new(status, error.to_string())
@@ -303,6 +305,26 @@ pub unsafe extern "C" fn tutti_fit(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fit_errors_map_to_their_status() {
+        let too_large = FitError::OutOfMemory {
+            what: "the residuals of experiment 0".into(),
+            bytes: u64::MAX,
+        };
+        assert_eq!(
+            fit_error(too_large).status(),
+            TuttiStatus::TUTTI_ERROR_OUT_OF_MEMORY
+        );
+        let bad = FitError::InvalidArgument {
+            argument: "initial",
+            message: "not finite".into(),
+        };
+        assert_eq!(
+            fit_error(bad).status(),
+            TuttiStatus::TUTTI_ERROR_INVALID_ARGUMENT
+        );
+    }
 
     /// y = a * exp(b * x) at five x per experiment; experiment e's data are exact for
     /// (a, b) = (2, -0.5), so the fit must land there.

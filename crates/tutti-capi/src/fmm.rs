@@ -8,7 +8,7 @@
 
 use std::ffi::c_int;
 
-use tutti_backend::Resources;
+use tutti_backend::{BackendError, Resources};
 use tutti_fmm::{direct, evaluate, FmmError, FmmOptions, Precision};
 
 use crate::boundary::{
@@ -110,7 +110,9 @@ pub fn fmm_error(error: FmmError) -> Error {
         | FmmError::LengthMismatch { .. }
         | FmmError::NonFinite { .. }
         | FmmError::CoincidentBodies { .. } => TUTTI_ERROR_INVALID_ARGUMENT,
-        FmmError::Plan(_) => TUTTI_ERROR_OUT_OF_MEMORY,
+        FmmError::Plan(_) | FmmError::Backend(BackendError::OutOfMemory { .. }) => {
+            TUTTI_ERROR_OUT_OF_MEMORY
+        }
         FmmError::RankPanicked { .. } => TUTTI_ERROR_PANIC,
         FmmError::File { .. } => TUTTI_ERROR_IO,
         // Devices, collectives, and kinds the library adds later.
@@ -326,6 +328,19 @@ mod tests {
         let diff: f64 = approx.iter().zip(exact).map(|(a, e)| (a - e).powi(2)).sum();
         let norm: f64 = exact.iter().map(|e| e * e).sum();
         (diff / norm).sqrt()
+    }
+
+    #[test]
+    fn a_device_out_of_memory_is_out_of_memory() {
+        let error = FmmError::Backend(BackendError::OutOfMemory {
+            device: "cpu:0".into(),
+            requested: 1 << 40,
+            free: 1 << 30,
+        });
+        assert_eq!(
+            fmm_error(error).status(),
+            TuttiStatus::TUTTI_ERROR_OUT_OF_MEMORY
+        );
     }
 
     #[test]

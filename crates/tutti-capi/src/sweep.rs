@@ -179,8 +179,9 @@ fn promote(train: &TensorTrain<f64>) -> Result<TensorTrain<Complex64>, SweepErro
     TensorTrain::new(train.kind(), cores)
 }
 
-/// The status of a sweep error: bad trains, stacks and options are invalid arguments, files
-/// that cannot be read or written are I/O errors, device failures are device errors.
+/// The status of a sweep error: bad trains, stacks and options are invalid arguments, a
+/// buffer too large to allocate is out of memory, files that cannot be read or written are
+/// I/O errors, device failures are device errors.
 pub fn sweep_error(error: SweepError) -> Error {
     use TuttiStatus::*;
     let status = match &error {
@@ -193,6 +194,7 @@ pub fn sweep_error(error: SweepError) -> Error {
         | SweepError::NonFinite { .. }
         | SweepError::InvalidOption { .. }
         | SweepError::Factorization { .. } => TUTTI_ERROR_INVALID_ARGUMENT,
+        SweepError::OutOfMemory { .. } => TUTTI_ERROR_OUT_OF_MEMORY,
         SweepError::File { .. } | SweepError::Io { .. } => TUTTI_ERROR_IO,
         // Devices, and kinds the sweep adds later.
         _ => TUTTI_ERROR_DEVICE,
@@ -1203,6 +1205,27 @@ mod tests {
         free(h);
         // SAFETY: NULL is a no-op.
         assert_eq!(unsafe { tutti_train_free(ptr::null_mut()) }, 0);
+    }
+
+    #[test]
+    fn sweep_errors_map_to_their_status() {
+        let too_large = SweepError::OutOfMemory {
+            what: "the sketch".into(),
+            bytes: u64::MAX,
+        };
+        assert_eq!(
+            sweep_error(too_large).status(),
+            TuttiStatus::TUTTI_ERROR_OUT_OF_MEMORY
+        );
+        let mismatch = SweepError::BondMismatch {
+            train: "MPS".into(),
+            site: 1,
+            detail: "2 against 3".into(),
+        };
+        assert_eq!(
+            sweep_error(mismatch).status(),
+            TuttiStatus::TUTTI_ERROR_INVALID_ARGUMENT
+        );
     }
 
     #[test]
