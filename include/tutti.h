@@ -705,7 +705,8 @@ int tutti_rhf_gradient_free(struct TuttiRhfGradient *result);
  * else a sentence naming the function and the argument or condition at fault.
  *
  * Never NULL. The string belongs to tutti and is borrowed: it stays valid until the next
- * tutti call on the same thread (which replaces it); copy it to keep it. Do not free it.
+ * tutti call on the same thread (which replaces it; also a call made inside a `tutti_fit`
+ * callback); copy it to keep it. Do not free it.
  * Each thread has its own message.
  */
 const char *tutti_last_error(void);
