@@ -4,7 +4,8 @@
 Valid inputs of each format (so the fuzzer starts from files that parse), plus the crafted
 inputs of the hardening review (`shared/research/hardening.md`), which must stay refused.
 Standard library only: the `.npy` headers are written by hand. Run from anywhere:
-`python3 fuzz/make_seeds.py`.
+`python3 fuzz/make_seeds.py`. Files named `found_*` beside these are inputs the fuzzers
+found (kept as regressions); this script leaves them alone.
 """
 import json
 import pathlib

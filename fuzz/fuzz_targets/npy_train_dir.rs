@@ -1,6 +1,8 @@
 //! The train reader: 1–4 `.npy` files as `000.npy`, `001.npy`, ... opened, read and used.
 //! Oracle: no panic, no abort; a train that reads back holds exactly the entries its shapes
-//! claim, and a small one can be contracted (norm, distance to itself).
+//! claim, and a small one can be contracted (norm, distance to itself), with a norm that is
+//! a number wherever it cannot overflow (entries below 1e20 in magnitude, at most 4096 of
+//! them; larger entries may overflow to infinity and then to NaN, as in any f64 code).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -8,7 +10,9 @@ use tutti_sweep::{Complex64, NpyTrain, Scalar, TensorTrain};
 
 fn check<T: Scalar>(train: &TensorTrain<T>) {
     let mut total: usize = 0;
+    let mut tame = true;
     for core in train.cores() {
+        tame &= core.data.iter().all(|x| x.abs2() <= 1e40);
         let claimed = core
             .shape
             .dims(train.kind())
@@ -25,7 +29,7 @@ fn check<T: Scalar>(train: &TensorTrain<T>) {
     }
     if total <= 4096 {
         let norm = tutti_sweep::norm(train);
-        assert!(!norm.is_nan(), "the norm of a finite train is NaN");
+        assert!(!tame || norm.is_finite(), "the norm of a tame train is {norm}");
         let _ = tutti_sweep::distance(train, train);
     }
 }

@@ -77,14 +77,7 @@ pub fn run_all(workspace: &Workspace, budget: &FuzzBudget) -> Result<(), Failure
         .current_dir(&fuzz)
         .env("RUSTC_BOOTSTRAP", "1")
         .env("RUSTFLAGS", RUSTFLAGS.join(" "))
-        .args([
-            "build",
-            "--release",
-            "--bins",
-            "--locked",
-            "--target",
-            &host,
-        ]))?;
+        .args(["build", "--release", "--bins", "--target", &host]))?;
     let bin_dir = fuzz.join("target").join(&host).join("release");
     let targets = targets(&fuzz)?;
     for name in &budget.only {

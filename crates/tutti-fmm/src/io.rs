@@ -18,6 +18,10 @@ fn file_error(path: &Path, message: impl ToString) -> FmmError {
     }
 }
 
+/// The deepest bracket nesting a header may have: a shape tuple inside a structured dtype's
+/// list of fields (`[('x', '<f8', (3,))]`) is 3.
+const MAX_HEADER_NESTING: usize = 3;
+
 /// Checks the sizes a `.npy` header claims before any code multiplies them: the header must
 /// lie inside the file, and every tuple or list of integers in it (the shape, and any
 /// sub-array shape of a dtype) must have a product, zero dims counted as 1, that fits in
@@ -66,7 +70,21 @@ fn check_header_sizes(path: &Path) -> Result<(), FmmError> {
                     at += if text[at] == b'\\' { 2 } else { 1 };
                 }
             }
-            b'(' | b'[' => products.push(Some(1)),
+            b'(' | b'[' => {
+                // A float64 header nests one tuple (the shape); npyz's parser of Python
+                // literals takes time exponential in the nesting depth, so a deep one is
+                // refused before it gets there.
+                if products.len() >= MAX_HEADER_NESTING {
+                    return Err(file_error(
+                        path,
+                        format!(
+                            "the header nests brackets more than {MAX_HEADER_NESTING} deep; \
+                             expected a float64 array header"
+                        ),
+                    ));
+                }
+                products.push(Some(1));
+            }
             b')' | b']' => {
                 let closed = products.pop();
                 if closed == Some(None) {

@@ -110,3 +110,26 @@ fn well_formed_inputs_still_read() {
     write_npy(&path, "(0, 3)", &[]);
     assert!(read_positions(&path).expect("no bodies").is_empty());
 }
+
+#[test]
+fn a_deeply_nested_header_is_refused_before_it_is_parsed() {
+    // Found by the `npy_fmm` fuzz target: 90 nested brackets in the dtype made npyz's header
+    // parser run for minutes (its time grows exponentially with the depth). Refused at once.
+    let dir = Scratch::new("nested");
+    let path = dir.0.join("positions.npy");
+    let mut header = format!(
+        "{{'descr': {}'<f8', 'fortran_order': False, 'shape': (1, 3), }}",
+        "[".repeat(90)
+    );
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend_from_slice(&u16::try_from(header.len()).expect("short").to_le_bytes());
+    bytes.extend_from_slice(header.as_bytes());
+    bytes.extend_from_slice(&[0u8; 24]);
+    std::fs::write(&path, bytes).expect("write");
+    let msg = message(read_positions(&path).expect_err("refused"));
+    assert!(msg.contains("nests brackets"), "{msg}");
+}
