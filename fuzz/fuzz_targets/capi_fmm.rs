@@ -3,8 +3,12 @@
 //! alias each other or an input.
 //!
 //! Oracle: aliased buffers are refused with `TUTTI_ERROR_INVALID_ARGUMENT`; otherwise a
-//! successful FMM agrees with the direct sum (relative L2 of the accelerations below 1e-2,
-//! far looser than the 1e-4 the defaults reach, so only a wrong far field trips it).
+//! successful FMM agrees with the direct sum: to rounding when all bodies fit one leaf, and
+//! within 0.1 relative L2 otherwise. That bound only catches a wrong far field: at the
+//! default order and theta, leaves of 1 or 2 bodies on 16 bodies whose masses span five
+//! orders of magnitude reach only 2.7e-2 (found by this target; the same on the code before
+//! the hardening work), while the documented 1e-4 holds for the default leaf size on
+//! uniform, Plummer and disk distributions.
 #![no_main]
 
 use std::os::raw::c_int;
@@ -91,8 +95,9 @@ fuzz_target!(|data: &[u8]| {
         tutti_direct_sum(n64, positions.as_ptr(), masses.as_ptr(), 0.0, exact_potential.as_mut_ptr(), exact_accel.as_mut_ptr())
     };
     assert_eq!(status, OK, "the FMM accepted bodies the direct sum refuses");
+    let tolerance = if n <= options.leaf_size as usize { 1e-12 } else { 0.1 };
     let error = relative_l2(&accel, &exact_accel);
-    assert!(error < 1e-2, "FMM vs direct sum: relative L2 {error:e} on {n} bodies, leaf {}", options.leaf_size);
+    assert!(error < tolerance, "FMM vs direct sum: relative L2 {error:e} on {n} bodies, leaf {}", options.leaf_size);
     let error = relative_l2(&potential, &exact_potential);
-    assert!(error < 1e-2, "FMM potential vs direct sum: relative L2 {error:e}");
+    assert!(error < tolerance, "FMM potential vs direct sum: relative L2 {error:e}");
 });
