@@ -122,7 +122,12 @@ mod properties {
             prop_assert_eq!(&many.potential, &one.potential);
             // Error scales: the sums of |m_j| / r_ij^2 and |m_j| / r_ij (signed strengths
             // may cancel, so a body's own field is no scale). The worst case of one M2L is
-            // about theta^(p+1) = 1.2e-4 of its sources' share of that sum.
+            // about theta^(p+1) = 1.2e-4 of its sources' share of the potential's sum; the
+            // acceleration is the gradient of that expansion, one degree lower, so its worst
+            // case is theta^p = 2.4e-4 per interaction, and a body in a tight cluster with
+            // leaves of one body meets several interactions at the acceptance boundary
+            // (proptest found 6.7e-4 of the scale there, on the code before and after the
+            // adaptive tree alike): 1e-3 for accelerations.
             let (potential, accel) = direct(&positions, &masses, 1e-6).expect("direct");
             for i in 0..positions.len() {
                 let (mut accel_scale, mut potential_scale) = (0.0, 0.0);
@@ -134,7 +139,7 @@ mod properties {
                 }
                 for (fmm_axis, exact_axis) in one.accel[i].iter().zip(&accel[i]) {
                     let error = (fmm_axis - exact_axis).abs();
-                    prop_assert!(error <= 2e-4 * accel_scale, "body {}: {} vs {}", i, error, accel_scale);
+                    prop_assert!(error <= 1e-3 * accel_scale, "body {}: {} vs {}", i, error, accel_scale);
                 }
                 let error = (one.potential[i] - potential[i]).abs();
                 prop_assert!(
