@@ -5,6 +5,7 @@ mod demo;
 mod devices;
 mod fit;
 mod fmm;
+mod logger;
 mod resources;
 mod sweep;
 
@@ -40,6 +41,8 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    logger::install();
+    logger::install_panic_hook();
     let outcome = match cli.command {
         Command::Devices(args) => devices::run(&args),
         Command::Demo(args) => demo::run(&args),

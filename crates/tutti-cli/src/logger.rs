@@ -1,0 +1,73 @@
+//! The CLI's logger: the libraries report notes and progress through the `log` facade, and
+//! this is where they reach the terminal (standard error, one line each).
+//!
+//! `TUTTI_LOG` sets the level (`off`, `error`, `warn`, `info`, `debug`, `trace`; default
+//! `info`). A failed write (a closed or broken standard error) is ignored: logging never
+//! stops a computation.
+
+use std::io::Write;
+
+use log::{Level, LevelFilter, Log, Metadata, Record};
+
+struct StderrLogger;
+
+impl Log for StderrLogger {
+    fn enabled(&self, metadata: &Metadata<'_>) -> bool {
+        metadata.level() <= log::max_level()
+    }
+
+    fn log(&self, record: &Record<'_>) {
+        if !self.enabled(record.metadata()) {
+            return;
+        }
+        let mut stderr = std::io::stderr().lock();
+        let _ = match record.level() {
+            Level::Info => writeln!(stderr, "{}", record.args()),
+            level => writeln!(
+                stderr,
+                "{}: {}",
+                level.as_str().to_lowercase(),
+                record.args()
+            ),
+        };
+    }
+
+    fn flush(&self) {
+        let _ = std::io::stderr().flush();
+    }
+}
+
+/// Installs the logger at the level `TUTTI_LOG` names (default `info`). An unknown level is
+/// reported once and the default used.
+pub fn install() {
+    static LOGGER: StderrLogger = StderrLogger;
+    let level = match std::env::var("TUTTI_LOG") {
+        Ok(text) => text.parse::<LevelFilter>().unwrap_or_else(|_| {
+            let _ = writeln!(
+                std::io::stderr(),
+                "warning: TUTTI_LOG={text:?} is not a level (off, error, warn, info, debug, trace); using info"
+            );
+            LevelFilter::Info
+        }),
+        Err(_) => LevelFilter::Info,
+    };
+    if log::set_logger(&LOGGER).is_ok() {
+        log::set_max_level(level);
+    }
+}
+
+/// Replaces Rust's panic message (and backtrace hint) with one line that says it is a bug in
+/// tutti, where, and what to send; the process still exits with status 101.
+pub fn install_panic_hook() {
+    std::panic::set_hook(Box::new(|info| {
+        let message = tutti_backend::panic_message(info.payload());
+        let place = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        let _ = writeln!(
+            std::io::stderr(),
+            "internal error{place}: {message}\nthis is a bug in tutti: please report it with the command line and input"
+        );
+    }));
+}
