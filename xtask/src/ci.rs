@@ -3,7 +3,11 @@
 use std::time::{Duration, Instant};
 
 use crate::tools::{cargo, ensure_ffi_tools, run, Failure, Workspace};
-use crate::{ffi, header};
+use crate::{chaos, ffi, fuzz, header};
+
+/// Seconds each fuzz target runs in CI: enough to replay the seeds and the corpus and explore
+/// a little, inside the suite's time budget. Longer runs: `cargo xtask fuzz --runs 1000000`.
+const CI_FUZZ_SECONDS: u64 = 30;
 
 type Action = Box<dyn FnOnce() -> Result<(), Failure>>;
 
@@ -61,8 +65,20 @@ pub fn run_all() -> Result<(), Failure> {
             Box::new(|| header::check(&Workspace::load()?)),
         ),
         (
-            "cargo xtask ffi-test",
+            "cargo xtask ffi-test (debug and release libraries)",
             Box::new(|| ffi::run_all(&Workspace::load()?)),
+        ),
+        (
+            "cargo xtask campaign-chaos (200 kills, a full disk)",
+            Box::new(|| chaos::run_all(&Workspace::load()?, &chaos::ChaosOptions::parse(&[])?)),
+        ),
+        (
+            "cargo xtask fuzz (every target, bounded time)",
+            Box::new(|| {
+                let budget =
+                    fuzz::FuzzBudget::parse(&["--seconds".into(), CI_FUZZ_SECONDS.to_string()])?;
+                fuzz::run_all(&Workspace::load()?, &budget)
+            }),
         ),
     ];
 
