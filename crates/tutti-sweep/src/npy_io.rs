@@ -5,7 +5,7 @@
 //! the first Dl and the last Dr are 1.
 
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use crossbeam_channel::bounded;
@@ -602,9 +602,14 @@ pub fn read_train<T: Scalar>(dir: impl AsRef<Path>) -> Result<TensorTrain<T>, Sw
 
 /// Writes `train` to `dir` in the `.npy` directory format.
 ///
-/// The files are written into a temporary sibling directory which is then renamed to `dir`,
-/// so `dir` never holds a partial train. An existing `dir` is replaced only if it holds
-/// nothing but `.npy` files (a previous train); anything else there is an error.
+/// The files are written into a fresh temporary sibling directory (a random name, created
+/// exclusively, writable by its owner only, so nothing can be planted in it), each file created
+/// exclusively and synced, and the directory is
+/// then renamed to `dir`, so `dir` never holds a partial train. An existing `dir` is replaced
+/// only if it holds nothing but `.npy` files (a previous train); anything else there is an
+/// error. It is first renamed aside to a second fresh name and removed once the new train is
+/// in place: a crash between the two renames leaves the old train complete under
+/// `.<name>.old<random>` beside `dir`. A failed write removes what it made.
 pub fn write_train<T: Scalar>(
     train: &TensorTrain<T>,
     dir: impl AsRef<Path>,
@@ -619,7 +624,17 @@ pub fn write_train<T: Scalar>(
         .ok_or_else(|| SweepError::file(dir, "not a directory name"))?
         .to_string_lossy()
         .to_string();
-    if dir.exists() {
+    let replacing =
+        match std::fs::symlink_metadata(dir) {
+            Ok(meta) if meta.is_dir() => true,
+            Ok(_) => return Err(SweepError::file(
+                dir,
+                "exists and is not a directory (a file or a symbolic link): refusing to replace it",
+            )),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => false,
+            Err(err) => return Err(SweepError::io(dir, err)),
+        };
+    if replacing {
         let entries = std::fs::read_dir(dir).map_err(|e| SweepError::io(dir, e))?;
         for entry in entries {
             let entry = entry.map_err(|e| SweepError::io(dir, e))?;
@@ -631,29 +646,46 @@ pub fn write_train<T: Scalar>(
             }
         }
     }
-    let temp = parent.join(format!(".{base}.tmp-{}", std::process::id()));
-    let result = write_files(train, &temp).and_then(|()| {
-        if dir.exists() {
-            let old = parent.join(format!(".{base}.old-{}", std::process::id()));
-            std::fs::rename(dir, &old).map_err(|e| SweepError::io(dir, e))?;
-            std::fs::rename(&temp, dir).map_err(|e| SweepError::io(dir, e))?;
-            std::fs::remove_dir_all(&old).map_err(|e| SweepError::io(&old, e))
-        } else {
-            std::fs::rename(&temp, dir).map_err(|e| SweepError::io(dir, e))
+    let fresh_sibling = |role: &str| {
+        tempfile::Builder::new()
+            .prefix(&format!(".{base}.{role}"))
+            .tempdir_in(&parent)
+            .map_err(|e| SweepError::io(&parent, e))
+    };
+    let temp = fresh_sibling("tmp")?;
+    write_files(train, temp.path())?;
+    if replacing {
+        // Renaming a directory onto an empty one replaces it; the old train is then removed.
+        let old = fresh_sibling("old")?;
+        std::fs::rename(dir, old.path()).map_err(|e| SweepError::io(dir, e))?;
+        if let Err(err) = std::fs::rename(temp.path(), dir) {
+            // Put the old train back (the new one goes with its temporary); if even that
+            // fails, the old train stays where it is instead of being removed.
+            if std::fs::rename(old.path(), dir).is_err() {
+                let _ = old.keep();
+            }
+            return Err(SweepError::io(dir, err));
         }
-    });
-    if result.is_err() {
-        // Leave nothing partial behind; the original error is what matters.
-        let _ = std::fs::remove_dir_all(&temp);
+        // The temporary's name is free now: nothing of ours is left there to remove.
+        let _ = temp.keep();
+        old.close().map_err(|e| SweepError::io(dir, e))?;
+    } else {
+        std::fs::rename(temp.path(), dir).map_err(|e| SweepError::io(dir, e))?;
+        let _ = temp.keep();
     }
-    result
+    sync_dir(&parent)
 }
 
+/// Flushes a directory's entries (a rename into it) to disk.
+fn sync_dir(dir: &Path) -> Result<(), SweepError> {
+    File::open(dir)
+        .and_then(|handle| handle.sync_all())
+        .map_err(|e| SweepError::io(dir, e))
+}
+
+/// Writes every core as `NNN.npy` into the empty directory `dir`, each file created
+/// exclusively and synced.
 fn write_files<T: Scalar>(train: &TensorTrain<T>, dir: &Path) -> Result<(), SweepError> {
-    if dir.exists() {
-        std::fs::remove_dir_all(dir).map_err(|e| SweepError::io(dir, e))?;
-    }
-    std::fs::create_dir_all(dir).map_err(|e| SweepError::io(dir, e))?;
     for (site, core) in train.cores().iter().enumerate() {
         let path = dir.join(format!("{site:03}.npy"));
         let shape: Vec<u64> = core
@@ -662,7 +694,11 @@ fn write_files<T: Scalar>(train: &TensorTrain<T>, dir: &Path) -> Result<(), Swee
             .into_iter()
             .map(|d| d as u64)
             .collect();
-        let file = File::create(&path).map_err(|e| SweepError::io(&path, e))?;
+        let file = File::options()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(|e| SweepError::io(&path, e))?;
         let mut out = BufWriter::new(file);
         let mut writer = npyz::WriteOptions::<T>::new()
             .default_dtype()
@@ -674,7 +710,10 @@ fn write_files<T: Scalar>(train: &TensorTrain<T>, dir: &Path) -> Result<(), Swee
             .extend(core.data.iter().copied())
             .map_err(|e| SweepError::io(&path, e))?;
         writer.finish().map_err(|e| SweepError::io(&path, e))?;
-        out.flush().map_err(|e| SweepError::io(&path, e))?;
+        let file = out
+            .into_inner()
+            .map_err(|e| SweepError::io(&path, e.into_error()))?;
+        file.sync_all().map_err(|e| SweepError::io(&path, e))?;
     }
-    Ok(())
+    sync_dir(dir)
 }

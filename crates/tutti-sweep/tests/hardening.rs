@@ -251,3 +251,71 @@ fn two_site_stacks_never_print() {
     let status = child.wait().unwrap();
     assert!(status.success(), "the child failed: {status}");
 }
+
+/// The names beside `dir` other than `keep` (temporaries a write may have left).
+fn siblings(parent: &Path, keep: &[&str]) -> Vec<String> {
+    std::fs::read_dir(parent)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| !keep.contains(&name.as_str()))
+        .collect()
+}
+
+#[test]
+fn writers_racing_for_one_directory_leave_one_complete_train() {
+    // The old temporary `.<name>.tmp-<pid>` was shared by every writer of a process: one
+    // writer's clean-up deleted the other's half-written files. Each write now has its own.
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().join("psi");
+    let a: TensorTrain<f64> = random_train(TrainKind::Mps, &[(2, 1); 6], 8, 1.0, 11);
+    let b: TensorTrain<f64> = random_train(TrainKind::Mps, &[(2, 1); 6], 8, 1.0, 12);
+    for _ in 0..10 {
+        std::thread::scope(|scope| {
+            for train in [&a, &b] {
+                let dir = &dir;
+                scope.spawn(move || {
+                    // Losing the race is an I/O error; never a panic, never a mixed train.
+                    if let Err(err) = tutti_sweep::write_train(train, dir) {
+                        assert!(matches!(err, SweepError::Io { .. }), "{err}");
+                    }
+                });
+            }
+        });
+        let back = read_train::<f64>(&dir).unwrap();
+        assert!(
+            back == a || back == b,
+            "the directory holds neither train whole"
+        );
+    }
+}
+
+#[test]
+fn a_symlink_at_the_destination_is_refused_and_its_target_untouched() {
+    let scratch = tempfile::tempdir().unwrap();
+    let victim = scratch.path().join("victim");
+    std::fs::create_dir(&victim).unwrap();
+    std::fs::write(victim.join("000.npy"), b"not a train").unwrap();
+    let link = scratch.path().join("out");
+    std::os::unix::fs::symlink(&victim, &link).unwrap();
+    let train: TensorTrain<f64> = random_train(TrainKind::Mps, &[(2, 1); 3], 2, 1.0, 5);
+    let err = tutti_sweep::write_train(&train, &link).unwrap_err();
+    assert!(err.to_string().contains("symbolic link"), "{err}");
+    assert_eq!(
+        std::fs::read(victim.join("000.npy")).unwrap(),
+        b"not a train"
+    );
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    // A real directory is written, replaced, and nothing is left beside it.
+    let dir = scratch.path().join("psi");
+    tutti_sweep::write_train(&train, &dir).unwrap();
+    let other: TensorTrain<f64> = random_train(TrainKind::Mps, &[(3, 1); 4], 2, 1.0, 6);
+    tutti_sweep::write_train(&other, &dir).unwrap();
+    assert_eq!(read_train::<f64>(&dir).unwrap(), other);
+    assert_eq!(
+        siblings(scratch.path(), &["victim", "out", "psi"]),
+        Vec::<String>::new()
+    );
+}
