@@ -5,7 +5,8 @@ use crate::FmmError;
 /// The largest expansion order accepted.
 pub const MAX_ORDER: usize = 12;
 
-/// The deepest tree level accepted (the Morton keys hold 21 bits per axis).
+/// The deepest tree level accepted: a cap on the refinement, which splits each cell in the
+/// cube fitted to its own bodies.
 pub const MAX_DEPTH: usize = 21;
 
 /// Floating-point precision of the far-field (M2L) products.
