@@ -7,6 +7,21 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+/// A SplitMix64 stream of doubles in [0, 1), seeded by its one field: the same inputs on
+/// every machine.
+pub struct SplitMix(pub u64);
+
+impl SplitMix {
+    /// The next double in [0, 1) (53 random bits).
+    pub fn next_unit(&mut self) -> f64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
 /// The best (smallest) wall time of `repeats` runs of `work`, after one warm-up run.
 pub fn best_time<T>(repeats: usize, mut work: impl FnMut() -> T) -> (Duration, T) {
     let mut result = work();

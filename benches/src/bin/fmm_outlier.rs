@@ -10,21 +10,8 @@
 
 use std::error::Error;
 
-use tutti_benches::best_time;
+use tutti_benches::{best_time, SplitMix};
 use tutti_fmm::{fmm, FmmOptions};
-
-/// A SplitMix64 stream of doubles in [0, 1): the same bodies on every machine.
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn next(&mut self) -> f64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
 
 fn main() -> Result<(), Box<dyn Error>> {
     let n: usize = match std::env::args().nth(1) {
@@ -33,7 +20,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     };
     let mut rng = SplitMix(2026);
     let positions: Vec<[f64; 3]> = (0..n)
-        .map(|_| [rng.next(), rng.next(), rng.next()])
+        .map(|_| [rng.next_unit(), rng.next_unit(), rng.next_unit()])
         .collect();
     let masses = vec![1.0; n];
     let mut far_positions = positions.clone();

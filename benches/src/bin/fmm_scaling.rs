@@ -22,7 +22,7 @@ use std::time::Instant;
 
 use serde_json::json;
 use tutti_backend::Resources;
-use tutti_benches::write_results;
+use tutti_benches::{write_results, SplitMix};
 use tutti_fmm::{direct_sum, evaluate, relative_l2, FmmOptions, FmmOutput};
 
 /// Targets on which the direct sum is timed and the error measured, for N above
@@ -37,26 +37,13 @@ type Bodies = (Vec<[f64; 3]>, Vec<f64>);
 /// Potentials and accelerations on the sampled targets, and the seconds they took.
 type Timed = (Vec<f64>, Vec<[f64; 3]>, f64);
 
-/// A SplitMix64 stream of doubles in [0, 1): the same bodies on every machine.
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn next(&mut self) -> f64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
-
 /// N bodies uniform in the unit cube, strengths in [0.5, 1.5).
 fn uniform(n: usize, seed: u64) -> Bodies {
     let mut rng = SplitMix(seed);
     let positions = (0..n)
-        .map(|_| [rng.next(), rng.next(), rng.next()])
+        .map(|_| [rng.next_unit(), rng.next_unit(), rng.next_unit()])
         .collect();
-    let masses = (0..n).map(|_| 0.5 + rng.next()).collect();
+    let masses = (0..n).map(|_| 0.5 + rng.next_unit()).collect();
     (positions, masses)
 }
 
@@ -66,15 +53,15 @@ fn plummer(n: usize, seed: u64) -> Bodies {
     let positions = (0..n)
         .map(|_| {
             let radius = loop {
-                let u = rng.next().max(1e-10);
+                let u = rng.next_unit().max(1e-10);
                 let r = 1.0 / (u.powf(-2.0 / 3.0) - 1.0).sqrt();
                 if r < 20.0 {
                     break r;
                 }
             };
-            let cos_t = 2.0 * rng.next() - 1.0;
+            let cos_t = 2.0 * rng.next_unit() - 1.0;
             let sin_t = (1.0 - cos_t * cos_t).sqrt();
-            let phi = std::f64::consts::TAU * rng.next();
+            let phi = std::f64::consts::TAU * rng.next_unit();
             [
                 radius * sin_t * phi.cos(),
                 radius * sin_t * phi.sin(),
