@@ -42,7 +42,14 @@ fuzz_target!(|data: &[u8]| {
     // SAFETY: a writable options struct.
     assert_eq!(unsafe { tutti_fmm_options_default(&mut options) }, OK);
     options.leaf_size = [1, 2, 4, 8, 64][usize::from(bytes.u8() % 5)];
-    options.devices = c_int::from(bytes.u8() % 4) + 1;
+    // Orders 3 to 7 (the default): the low ones keep the run fast enough to explore.
+    options.order = c_int::from(bytes.u8() % 5) + 3;
+    // One device mostly: each extra device costs a thread pool per call, and the split is
+    // checked bit for bit against one device by the crate's own property tests.
+    options.devices = match bytes.u8() {
+        tag @ 0..=63 => c_int::from(tag % 3) + 2,
+        _ => 1,
+    };
     let mut positions: Vec<f64> = (0..3 * n).map(|_| bytes.unit()).collect();
     let masses: Vec<f64> = (0..n).map(|_| bytes.unit() + 1.0 / 65536.0).collect();
     let n64 = n as i64;
@@ -95,7 +102,12 @@ fuzz_target!(|data: &[u8]| {
         tutti_direct_sum(n64, positions.as_ptr(), masses.as_ptr(), 0.0, exact_potential.as_mut_ptr(), exact_accel.as_mut_ptr())
     };
     assert_eq!(status, OK, "the FMM accepted bodies the direct sum refuses");
-    let tolerance = if n <= options.leaf_size as usize { 1e-12 } else { 0.1 };
+    let tolerance = match (n <= options.leaf_size as usize, options.order) {
+        (true, _) => 1e-12,
+        (false, 7) => 0.1,
+        // theta^order / (1 - theta) per interaction: 0.25 at order 3.
+        (false, _) => 0.5,
+    };
     let error = relative_l2(&accel, &exact_accel);
     assert!(error < tolerance, "FMM vs direct sum: relative L2 {error:e} on {n} bodies, leaf {}", options.leaf_size);
     let error = relative_l2(&potential, &exact_potential);
