@@ -18,9 +18,10 @@ fn file_error(path: &Path, message: impl ToString) -> FmmError {
     }
 }
 
-/// The deepest bracket nesting a header may have: a shape tuple inside a structured dtype's
-/// list of fields (`[('x', '<f8', (3,))]`) is 3.
-const MAX_HEADER_NESTING: usize = 3;
+/// The deepest bracket nesting a header may have, braces included: the header's dict, a
+/// structured dtype's list of fields, a field's tuple and its shape
+/// (`{'descr': [('x', '<f8', (3,))], ...}`) is 4.
+const MAX_HEADER_NESTING: usize = 4;
 
 /// Checks the sizes a `.npy` header claims before any code multiplies them: the header must
 /// lie inside the file, and every tuple or list of integers in it (the shape, and any
@@ -58,8 +59,9 @@ fn check_header_sizes(path: &Path) -> Result<(), FmmError> {
     file.take(len)
         .read_to_end(&mut text)
         .map_err(|e| file_error(path, e))?;
-    // One running product per open bracket; string literals are skipped.
-    let mut products: Vec<Option<u64>> = Vec::new();
+    // One running product per open bracket (None once it overflows), with whether the bracket
+    // holds sizes (a tuple or a list, not the dict); string literals are skipped.
+    let mut products: Vec<(bool, Option<u64>)> = Vec::new();
     let mut at = 0;
     while at < text.len() {
         match text[at] {
@@ -70,10 +72,10 @@ fn check_header_sizes(path: &Path) -> Result<(), FmmError> {
                     at += if text[at] == b'\\' { 2 } else { 1 };
                 }
             }
-            b'(' | b'[' => {
-                // A float64 header nests one tuple (the shape); npyz's parser of Python
-                // literals takes time exponential in the nesting depth, so a deep one is
-                // refused before it gets there.
+            opener @ (b'(' | b'[' | b'{') => {
+                // A float64 header nests one tuple (the shape) in its dict; npyz's parser of
+                // Python literals takes time exponential in the nesting depth, so a deep one
+                // is refused before it gets there.
                 if products.len() >= MAX_HEADER_NESTING {
                     return Err(file_error(
                         path,
@@ -83,11 +85,11 @@ fn check_header_sizes(path: &Path) -> Result<(), FmmError> {
                         ),
                     ));
                 }
-                products.push(Some(1));
+                products.push((opener != b'{', Some(1)));
             }
-            b')' | b']' => {
+            b')' | b']' | b'}' => {
                 let closed = products.pop();
-                if closed == Some(None) {
+                if closed == Some((true, None)) {
                     return Err(file_error(
                         path,
                         format!(
@@ -105,7 +107,7 @@ fn check_header_sizes(path: &Path) -> Result<(), FmmError> {
                 let value = text[digits..=at].iter().try_fold(0u64, |acc, &d| {
                     acc.checked_mul(10)?.checked_add(u64::from(d - b'0'))
                 });
-                if let Some(product) = products.last_mut() {
+                if let Some((true, product)) = products.last_mut() {
                     *product = product
                         .zip(value)
                         .and_then(|(p, v)| p.checked_mul(v.max(1)));

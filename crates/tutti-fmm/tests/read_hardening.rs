@@ -133,3 +133,21 @@ fn a_deeply_nested_header_is_refused_before_it_is_parsed() {
     let msg = message(read_positions(&path).expect_err("refused"));
     assert!(msg.contains("nests brackets"), "{msg}");
 }
+
+#[test]
+fn deeply_nested_braces_are_refused_too() {
+    // Found by the `npy_fmm` fuzz target in a long run: nested braces inside the shape tuple
+    // took npyz's parser past the 10 s limit as nested brackets did.
+    let dir = Scratch::new("braces");
+    let path = dir.0.join("positions.npy");
+    write_npy(
+        &path,
+        &format!("(8, {}3{})", "{".repeat(22), "}".repeat(22)),
+        &[0.0; 24],
+    );
+    let msg = message(read_positions(&path).expect_err("refused"));
+    assert!(msg.contains("nests brackets"), "{msg}");
+    // A header that merely has the dict and the shape tuple still reads.
+    write_npy(&path, "(1, 3)", &[1.0, 2.0, 3.0]);
+    assert_eq!(read_positions(&path).expect("read"), vec![[1.0, 2.0, 3.0]]);
+}
