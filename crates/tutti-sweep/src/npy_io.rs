@@ -579,7 +579,7 @@ impl<T: Scalar> Layer<T> for NpyTrain {
             .into_iter()
             .map(|site| (site, self.files[site].clone(), self.shapes[site]))
             .collect();
-        std::thread::Builder::new()
+        let loader = std::thread::Builder::new()
             .name("tutti-sweep-loader".into())
             .spawn(move || {
                 for (site, path, shape) in jobs {
@@ -591,7 +591,37 @@ impl<T: Scalar> Layer<T> for NpyTrain {
                 }
             })
             .map_err(|e| SweepError::io(&self.dir, e))?;
-        Ok(Box::new(receiver.into_iter()))
+        Ok(Box::new(LoadedCores {
+            cores: Some(receiver.into_iter()),
+            loader: Some(loader),
+        }))
+    }
+}
+
+/// The cores a loader thread reads, and the thread itself: dropping the stream closes the
+/// channel (the thread stops at its next hand-over) and joins the thread, so no reader
+/// outlives the stream that started it.
+struct LoadedCores<T> {
+    cores: Option<crossbeam_channel::IntoIter<Result<Core<T>, SweepError>>>,
+    loader: Option<std::thread::JoinHandle<()>>,
+}
+
+impl<T> Iterator for LoadedCores<T> {
+    type Item = Result<Core<T>, SweepError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.cores.as_mut()?.next()
+    }
+}
+
+impl<T> Drop for LoadedCores<T> {
+    fn drop(&mut self) {
+        self.cores = None;
+        if let Some(loader) = self.loader.take() {
+            // The loader only reads files and sends; a panic there has already ended the
+            // stream early, which `layer::load` reports as a short train.
+            let _ = loader.join();
+        }
     }
 }
 
