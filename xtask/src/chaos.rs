@@ -26,11 +26,12 @@ pub struct ChaosOptions {
 }
 
 impl ChaosOptions {
-    /// Parses `--kills N`, `--replicates N`, `--seed N` (defaults 200, 300, 1).
+    /// Parses `--kills N`, `--replicates N`, `--seed N` (defaults 200, 1000, 1: with kills
+    /// 5–100 ms apart, the campaign outlasts the kills, so every kill interrupts real work).
     pub fn parse(args: &[String]) -> Result<Self, Failure> {
         let mut options = Self {
             kills: 200,
-            replicates: 300,
+            replicates: 1000,
             seed: 1,
         };
         let mut args = args.iter();
@@ -154,6 +155,7 @@ pub fn run_all(workspace: &Workspace, options: &ChaosOptions) -> Result<(), Fail
                 "--ledger",
             ])
             .arg(ledger)
+            .env("TUTTI_LOG", "warn")
             .stdin(Stdio::null());
         command
     };
@@ -185,7 +187,7 @@ pub fn run_all(workspace: &Workspace, options: &ChaosOptions) -> Result<(), Fail
             .stderr(Stdio::null())
             .spawn()
             .map_err(|err| Failure::new(format!("cannot start {}: {err}", cli.display())))?;
-        std::thread::sleep(Duration::from_millis(delays.next_millis(5, 150)));
+        std::thread::sleep(Duration::from_millis(delays.next_millis(5, 100)));
         let already_done = child
             .try_wait()
             .map_err(|err| Failure::new(format!("waiting for the campaign: {err}")))?
@@ -212,9 +214,14 @@ pub fn run_all(workspace: &Workspace, options: &ChaosOptions) -> Result<(), Fail
         previous = records.len();
     }
     println!(
-        "    {} records after the kills ({finished_early} runs finished before their kill came)",
-        previous
+        "    {previous} of {} records after the kills ({finished_early} runs finished before their kill came)",
+        options.replicates
     );
+    if previous == options.replicates as usize {
+        return Err(Failure::new(
+            "the campaign finished before the kills did: raise --replicates so every kill interrupts work",
+        ));
+    }
     let resumed = finish(&mut bootstrap(&ledger))?;
     let records =
         read_records(&ledger)?.ok_or_else(|| Failure::new("no ledger after the resume"))?;
