@@ -682,6 +682,8 @@ pub fn write_train<T: Scalar>(
             .tempdir_in(&parent)
             .map_err(|e| SweepError::io(&parent, e))
     };
+    // Missing parents are created, as `create_dir_all` would.
+    std::fs::create_dir_all(&parent).map_err(|e| SweepError::io(&parent, e))?;
     let temp = fresh_sibling("tmp")?;
     write_files(train, temp.path())?;
     if replacing {
