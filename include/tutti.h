@@ -29,6 +29,11 @@
 #define TUTTI_MAX_SIMULATED_DEVICES 256
 
 /**
+ * `TuttiResources.devices` for "every GPU, or one simulated device using all cores".
+ */
+#define TUTTI_ALL_DEVICES -1
+
+/**
  * The status every tutti function returns, as an `int`.
  *
  * `TUTTI_OK` (0) is success; every error kind is negative. The values are stable: later
@@ -544,6 +549,52 @@ typedef struct TuttiFmmOptions {
 } TuttiFmmOptions;
 
 /**
+ * Which devices a computation may use, and how much memory and scratch space.
+ *
+ * Start from `tutti_resources_default` (or a workload's `tutti_*_options_default`, which
+ * fills its `resources` field the same way), then set what you need:
+ * `opts.resources.kind = TUTTI_KIND_CPU; opts.resources.devices = 4;`.
+ */
+typedef struct TuttiResources {
+    /**
+     * `TUTTI_KIND_CPU` (simulated devices), `TUTTI_KIND_GPU` or `TUTTI_KIND_AUTO` (the
+     * default: GPUs when there are any, else simulated devices).
+     */
+    int kind;
+    /**
+     * `TUTTI_ALL_DEVICES` (-1, the default), or n >= 1 for the first n devices. 0 is an
+     * error. Must stay `TUTTI_ALL_DEVICES` when `ordinals` is set.
+     */
+    int devices;
+    /**
+     * NULL (the default), or `ordinal_count` device ordinals in rank order; an ordinal may
+     * repeat (two ranks then share one device). The array is read during the call only.
+     */
+    const int *ordinals;
+    /**
+     * The length of `ordinals` (at least 1 when `ordinals` is set; ignored when NULL).
+     */
+    int ordinal_count;
+    /**
+     * Use at most this many bytes on each device; 0 = no cap beyond the device's memory.
+     */
+    uint64_t device_memory_bytes;
+    /**
+     * Use at most this many bytes of host memory in all; 0 = no cap.
+     */
+    uint64_t host_memory_bytes;
+    /**
+     * The directory for scratch (spill) files, NUL-terminated UTF-8; NULL = the system
+     * temporary directory. Read during the call only.
+     */
+    const char *scratch_dir;
+    /**
+     * Write at most this many bytes of scratch files; 0 = no limit beyond the free space.
+     */
+    uint64_t scratch_limit_bytes;
+} TuttiResources;
+
+/**
  * Options of `tutti_src`. Start from `tutti_src_options_default` and set `chi_out`.
  */
 typedef struct TuttiSrcOptions {
@@ -874,6 +925,17 @@ int tutti_direct_sum(int64_t n,
  * above make the other cases errors, except the one just described.
  */
 int tutti_free_c(void *ptr);
+
+/**
+ * Writes the default resources to `*resources`: `TUTTI_KIND_AUTO`, `TUTTI_ALL_DEVICES`, no
+ * ordinals, no memory caps, the system temporary directory, no scratch limit.
+ *
+ * Errors: `TUTTI_ERROR_NULL_POINTER` for NULL.
+ *
+ * # Safety
+ * `resources` is NULL or valid for writing a `TuttiResources`.
+ */
+int tutti_resources_default(struct TuttiResources *resources);
 
 /**
  * The name of a status value, e.g. `"TUTTI_ERROR_NULL_POINTER"` for -2, or

@@ -136,6 +136,35 @@ impl<'a, T> Out<'a, T> {
     }
 }
 
+/// An options argument `const T *ptr`: NULL means the defaults, for every function;
+/// otherwise it must be aligned for `T`, and the options are copied.
+///
+/// Errors: `TUTTI_ERROR_INVALID_ARGUMENT` for a misaligned pointer.
+///
+/// # Safety
+/// `ptr` is NULL or valid for reads of one initialised `T`, unchanged during the call.
+pub unsafe fn input_options<T: Default + Copy>(ptr: *const T, name: &str) -> Result<T, Error> {
+    if ptr.is_null() {
+        return Ok(T::default());
+    }
+    check_pointer(ptr, name)?;
+    // SAFETY: not NULL and aligned (checked above); valid for reads (the caller's promise).
+    Ok(unsafe { *ptr })
+}
+
+/// Writes `T::default()` to the output `T *ptr`: the body of every `tutti_*_default`.
+///
+/// Errors: those of [`Out::new`] (NULL, misaligned).
+///
+/// # Safety
+/// `ptr` is NULL or valid for writes of a `T`, unaliased during the call.
+pub unsafe fn write_default<T: Default>(ptr: *mut T, name: &str) -> Result<(), Error> {
+    // SAFETY: NULL or valid for writes (the caller's promise).
+    let out = unsafe { Out::new(ptr, name) }?;
+    out.write(T::default());
+    Ok(())
+}
+
 /// An input array `const T *ptr` of `len` elements, checked: not NULL, aligned, not empty.
 ///
 /// Errors: `TUTTI_ERROR_NULL_POINTER` for NULL; `TUTTI_ERROR_INVALID_ARGUMENT` for

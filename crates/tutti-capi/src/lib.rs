@@ -12,8 +12,11 @@
 //!   fault on failure. [`tutti_last_error`] reads it.
 //! - Outputs are written only on success; on failure the caller's memory is left untouched.
 //! - NULL pointers and empty inputs are errors (`TUTTI_ERROR_NULL_POINTER`,
-//!   `TUTTI_ERROR_INVALID_ARGUMENT`), never crashes. Each pointer argument is checked by the
-//!   helpers of [`boundary`].
+//!   `TUTTI_ERROR_INVALID_ARGUMENT`), never crashes, with one exception: a NULL options
+//!   pointer means the defaults, for every function that takes options. Each pointer
+//!   argument is checked by the helpers of [`boundary`].
+//! - Every workload call says where it runs through the `resources` field of its options
+//!   ([`TuttiResources`]): device kind, count or ordinals, memory caps, scratch directory.
 //! - The free_c contract: every buffer or object the library returns is allocated by Rust
 //!   and released exactly once with [`tutti_free_c`] (never with C's `free`). Freeing NULL is
 //!   a no-op.
@@ -22,7 +25,8 @@
 //!
 //! The core, shared by every entry point: [`status`] (the status enum and the error a call
 //! fails with), [`boundary`] (the panic boundary, the last error and the argument checks),
-//! [`memory`] (buffers handed to C and [`tutti_free_c`]). Entry points live in one module per
+//! [`memory`] (buffers handed to C and [`tutti_free_c`]), [`resources`] (`TuttiResources`: where
+//! every workload call runs). Entry points live in one module per
 //! area: [`version`], [`devices`], [`fit`], [`fmm`], [`adjoint`], [`adjoint_gradient`],
 //! [`sweep`]; a workload adds its own module on the same core. The modules are ordinary
 //! Rust, tested from Rust; the `cdylib` and `staticlib` are a thin artifact over them.
@@ -38,6 +42,7 @@ pub mod devices;
 pub mod fit;
 pub mod fmm;
 pub mod memory;
+pub mod resources;
 pub mod status;
 pub mod sweep;
 pub mod version;
@@ -59,6 +64,7 @@ pub use fit::{
 };
 pub use fmm::{tutti_direct_sum, tutti_fmm, tutti_fmm_options_default, TuttiFmmOptions};
 pub use memory::tutti_free_c;
+pub use resources::{tutti_resources_default, TuttiResources, TUTTI_ALL_DEVICES};
 pub use status::{tutti_status_name, Error, TuttiStatus};
 pub use sweep::{
     tutti_src, tutti_src_options_default, tutti_train_distance, tutti_train_free,
