@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ctypes
+import importlib
+import pkgutil
 import re
 from pathlib import Path
 
@@ -30,13 +33,116 @@ def test_python_status_and_kinds_match_the_header(header: str) -> None:
 
 
 def test_python_device_info_layout_matches_the_header(header: str) -> None:
-    fields = [name for name, _ in tutti._CDeviceInfo._fields_]
+    fields = [name for name, _ in tutti.devices._CDeviceInfo._fields_]
     assert header_struct_fields(header, "TuttiDeviceInfo") == fields
 
 
 def test_python_src_options_layout_matches_the_header(header: str) -> None:
-    fields = [name for name, _ in tutti._CSrcOptions._fields_]
+    fields = [name for name, _ in tutti.sweep._CSrcOptions._fields_]
     assert header_struct_fields(header, "TuttiSrcOptions") == fields
+
+
+# The package's modules, each holding its own struct mirrors and signatures (by import:
+# `tutti.fit` and `tutti.fmm` are the functions re-exported over their modules' names).
+MODULES = [
+    importlib.import_module(f"tutti.{info.name}") for info in pkgutil.iter_modules(tutti.__path__)
+]
+
+# C scalar types and the ctypes types that mirror them.
+SCALARS = {
+    "int": ctypes.c_int,
+    "double": ctypes.c_double,
+    "float": ctypes.c_float,
+    "int32_t": ctypes.c_int32,
+    "int64_t": ctypes.c_int64,
+    "uint32_t": ctypes.c_uint32,
+    "uint64_t": ctypes.c_uint64,
+    "size_t": ctypes.c_size_t,
+}
+
+
+def mirrors() -> dict[str, type]:
+    """Every ctypes struct of the package, by the header name it mirrors (`_CFoo` mirrors
+    `TuttiFoo`)."""
+    found = {}
+    for module in MODULES:
+        for name, value in vars(module).items():
+            if (
+                isinstance(value, type)
+                and issubclass(value, ctypes.Structure)
+                and value.__module__ == module.__name__
+            ):
+                assert name.startswith("_C"), f"{module.__name__}.{name}: name it _C<Header name>"
+                found["Tutti" + name[2:]] = value
+    return found
+
+
+def header_struct_members(text: str, name: str) -> list[tuple[str, str]]:
+    """(C type, field name) of `typedef struct NAME { ... }`, in order."""
+    match = re.search(rf"typedef struct {name} \{{(.*?)\}} {name};", text, flags=re.DOTALL)
+    assert match, f"struct {name} not found in the header"
+    body = re.sub(r"/\*.*?\*/", "", match.group(1), flags=re.DOTALL)
+    return [
+        (" ".join(ctype.split()), field)
+        for ctype, field in re.findall(r"([^;{}]*?)\b(\w+)\s*;", body)
+    ]
+
+
+def header_functions(text: str) -> dict[str, tuple[str, list[str]]]:
+    """`tutti_*` prototypes of the header: name -> (return type, parameter types)."""
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.DOTALL)
+    found = {}
+    for ret, name, params in re.findall(
+        r"^([A-Za-z_][\w \*]*?)\s*\b(tutti_\w+)\(([^;]*?)\);", text, flags=re.MULTILINE
+    ):
+        params = " ".join(params.split())
+        # Drop each parameter's name: "const double *positions" -> "const double *".
+        types_ = [] if params in ("", "void") else [
+            re.sub(r"\s*\b\w+$", "", param) for param in params.split(", ")
+        ]
+        found[name] = (" ".join(ret.split()), [" ".join(t.split()) for t in types_])
+    return found
+
+
+def mirrors_c_type(ctype: str, python_type, structs: dict[str, type]) -> bool:
+    """Whether a ctypes type can stand for a C type of the header."""
+    if "*" in ctype or ctype.endswith("Fn"):  # pointers, and function-pointer typedefs
+        return (
+            python_type in (ctypes.c_void_p, ctypes.c_char_p)
+            or issubclass(python_type, ctypes._Pointer)
+            or issubclass(python_type, ctypes._CFuncPtr)
+        )
+    bare = ctype.removeprefix("const ").removeprefix("struct ")
+    if bare in structs:
+        return python_type is structs[bare]
+    return SCALARS.get(bare) is python_type
+
+
+def test_every_python_struct_matches_the_header_field_by_field(header: str) -> None:
+    structs = mirrors()
+    assert structs, "no ctypes struct found in the package"
+    for c_name, struct in structs.items():
+        members = header_struct_members(header, c_name)
+        assert [field for _, field in members] == [field for field, _ in struct._fields_], c_name
+        for (ctype, field), (_, python_type) in zip(members, struct._fields_):
+            assert mirrors_c_type(ctype, python_type, structs), (
+                f"{c_name}.{field}: `{ctype}` mirrored by {python_type.__name__}"
+            )
+
+
+def test_every_declared_signature_matches_the_header(header: str) -> None:
+    prototypes = header_functions(header)
+    structs = mirrors()
+    assert tutti._lib.DECLARED, "no signature declared"
+    for name, (argtypes, restype) in tutti._lib.DECLARED.items():
+        assert name in prototypes, f"{name} is declared in Python but not in the header"
+        ret, params = prototypes[name]
+        assert mirrors_c_type(ret, restype, structs), f"{name} returns `{ret}`, not {restype}"
+        assert len(params) == len(argtypes), f"{name}: {params} vs {argtypes}"
+        for index, (ctype, python_type) in enumerate(zip(params, argtypes)):
+            assert mirrors_c_type(ctype, python_type, structs), (
+                f"{name} parameter {index}: `{ctype}` mirrored by {python_type.__name__}"
+            )
 
 
 def fortran_parameters(path: Path) -> dict[str, int]:

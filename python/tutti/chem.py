@@ -1,0 +1,300 @@
+"""Closed-shell RHF: the energy (``tutti_rhf_energy``) and its gradient with respect to the
+basis parameters (``tutti_rhf_gradient``)."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from ._lib import _check, _int, declare, lib
+
+__all__ = ["RhfEnergy", "rhf_energy", "ShellGradient", "RhfGradient", "rhf_gradient"]
+
+
+class _CRhfOptions(ctypes.Structure):
+    _fields_ = [
+        ("threads", ctypes.c_int),
+        ("charge", ctypes.c_int),
+        ("cartesian", ctypes.c_int),
+        ("max_iterations", ctypes.c_int),
+        ("energy_tolerance", ctypes.c_double),
+        ("density_tolerance", ctypes.c_double),
+    ]
+
+
+class _CRhfResult(ctypes.Structure):
+    _fields_ = [
+        ("energy", ctypes.c_double),
+        ("electronic_energy", ctypes.c_double),
+        ("nuclear_repulsion", ctypes.c_double),
+        ("delta_energy", ctypes.c_double),
+        ("delta_density", ctypes.c_double),
+        ("scf_seconds", ctypes.c_double),
+        ("nao", ctypes.c_int),
+        ("electrons", ctypes.c_int),
+        ("iterations", ctypes.c_int),
+        ("converged", ctypes.c_int),
+    ]
+
+
+@dataclass(frozen=True)
+class RhfEnergy:
+    """The outcome of :func:`rhf_energy`: energies in hartree, and the library's JSON summary
+    (``summary``: energy, nao, shells, atoms, electrons, basis, angular, threads,
+    iterations, delta_energy, delta_density, homo, lumo, timings in seconds)."""
+
+    energy: float
+    electronic_energy: float
+    nuclear_repulsion: float
+    nao: int
+    electrons: int
+    iterations: int
+    converged: bool
+    summary: dict
+
+
+class _CGradientOptions(ctypes.Structure):
+    _fields_ = [("rhf", _CRhfOptions), ("serial", ctypes.c_int)]
+
+
+class _CGradientShell(ctypes.Structure):
+    _fields_ = [
+        ("atom", ctypes.c_int),
+        ("l", ctypes.c_int),
+        ("primitives", ctypes.c_int),
+        ("offset", ctypes.c_int),
+    ]
+
+
+class _CGradientTimings(ctypes.Structure):
+    _fields_ = [
+        ("scf", ctypes.c_double),
+        ("overlap", ctypes.c_double),
+        ("core_hamiltonian", ctypes.c_double),
+        ("two_electron", ctypes.c_double),
+        ("fock", ctypes.c_double),
+        ("total", ctypes.c_double),
+    ]
+
+
+class _CRhfGradient(ctypes.Structure):
+    _fields_ = [
+        ("energy", ctypes.c_double),
+        ("iterations", ctypes.c_int),
+        ("threads", ctypes.c_int),
+        ("n_shells", ctypes.c_int),
+        ("n_primitives", ctypes.c_int),
+        ("shells", ctypes.POINTER(_CGradientShell)),
+        ("exponents", ctypes.POINTER(ctypes.c_double)),
+        ("coefficients", ctypes.POINTER(ctypes.c_double)),
+        ("grad_exponents", ctypes.POINTER(ctypes.c_double)),
+        ("grad_coefficients", ctypes.POINTER(ctypes.c_double)),
+        ("timings", _CGradientTimings),
+    ]
+
+
+@dataclass(frozen=True)
+class ShellGradient:
+    """One shell of the basis placed on an atom (:func:`rhf_gradient`): its parameters as in
+    the basis set and dE/dparameter, numpy arrays over the shell's primitives. ``atom`` is
+    the atom's index in the XYZ order, ``l`` the angular momentum."""
+
+    atom: int
+    l: int
+    exponents: "numpy.ndarray"
+    coefficients: "numpy.ndarray"
+    grad_exponents: "numpy.ndarray"
+    grad_coefficients: "numpy.ndarray"
+
+
+@dataclass(frozen=True)
+class RhfGradient:
+    """The outcome of :func:`rhf_gradient`: the RHF energy (hartree), one
+    :class:`ShellGradient` per shell in basis order (atoms in XYZ order, each atom's shells
+    sorted by l, an SP shell split into s and p), SCF iterations, the thread count asked
+    for, ``timings`` in seconds (scf, overlap, core_hamiltonian, two_electron, fock, total)
+    and ``summary``, the library's JSON document parsed (energy, basis: per atom its shells
+    with grad_exponents and grad_coefficients, elements: the sums over the atoms of each
+    element, timings)."""
+
+    energy: float
+    shells: list[ShellGradient]
+    iterations: int
+    threads: int
+    timings: dict
+    summary: dict
+
+    def flat(self) -> "numpy.ndarray":
+        """Every dE/dparameter in one array: per shell, its dE/dalpha_i then its dE/dc_i."""
+        import numpy as np
+
+        return np.concatenate(
+            [np.concatenate([s.grad_exponents, s.grad_coefficients]) for s in self.shells]
+        )
+
+
+declare(
+    {
+        "tutti_rhf_options_default": ([ctypes.POINTER(_CRhfOptions)], ctypes.c_int),
+        "tutti_rhf_energy": (
+            [
+                ctypes.c_char_p,
+                ctypes.c_char_p,
+                ctypes.POINTER(_CRhfOptions),
+                ctypes.POINTER(_CRhfResult),
+                # c_void_p: the JSON pointer must reach tutti_free_c unchanged.
+                ctypes.POINTER(ctypes.c_void_p),
+            ],
+            ctypes.c_int,
+        ),
+        "tutti_gradient_options_default": ([ctypes.POINTER(_CGradientOptions)], ctypes.c_int),
+        "tutti_rhf_gradient": (
+            [
+                ctypes.c_char_p,
+                ctypes.c_char_p,
+                ctypes.POINTER(_CGradientOptions),
+                ctypes.POINTER(_CRhfGradient),
+                ctypes.POINTER(ctypes.c_void_p),
+            ],
+            ctypes.c_int,
+        ),
+        "tutti_rhf_gradient_free": ([ctypes.POINTER(_CRhfGradient)], ctypes.c_int),
+    }
+)
+
+
+def rhf_energy(
+    xyz,
+    basis: str,
+    *,
+    threads: int = 0,
+    charge: int = 0,
+    cartesian: bool = False,
+    max_iterations: int | None = None,
+) -> RhfEnergy:
+    """Closed-shell RHF energy of a molecule (``tutti_rhf_energy``).
+
+    ``xyz`` is the text of an XYZ file (Angstrom), or a path to one (a ``Path``, or a string
+    without a newline naming a file). ``basis`` is a shipped name (sto-3g, 6-31g, 6-31g*,
+    cc-pvdz, def2-svp, def2-tzvp) or a path to an NWChem-format file. ``threads`` sizes the
+    Fock build's pool (0 = all cores). A basis or element the library does not know raises
+    TuttiError with ``Status.ERROR_INVALID_ARGUMENT``; an SCF that does not converge,
+    ``Status.ERROR_NOT_CONVERGED``.
+    """
+    import json
+
+    if isinstance(xyz, os.PathLike) or ("\n" not in xyz and Path(xyz).is_file()):
+        xyz = Path(xyz).read_text()
+    options = _CRhfOptions()
+    _check(lib.tutti_rhf_options_default(ctypes.byref(options)))
+    options.threads = _int(threads, "threads").value
+    options.charge = _int(charge, "charge").value
+    options.cartesian = 1 if cartesian else 0
+    if max_iterations is not None:
+        options.max_iterations = _int(max_iterations, "max_iterations").value
+    result = _CRhfResult()
+    text = ctypes.c_void_p()
+    _check(
+        lib.tutti_rhf_energy(
+            str(xyz).encode("utf-8"),
+            os.fsencode(basis),
+            ctypes.byref(options),
+            ctypes.byref(result),
+            ctypes.byref(text),
+        )
+    )
+    try:
+        summary = json.loads(ctypes.string_at(text.value).decode("utf-8"))
+    finally:
+        _check(lib.tutti_free_c(text))
+    return RhfEnergy(
+        energy=result.energy,
+        electronic_energy=result.electronic_energy,
+        nuclear_repulsion=result.nuclear_repulsion,
+        nao=result.nao,
+        electrons=result.electrons,
+        iterations=result.iterations,
+        converged=bool(result.converged),
+        summary=summary,
+    )
+
+
+def rhf_gradient(
+    xyz,
+    basis: str,
+    *,
+    threads: int = 0,
+    serial: bool = False,
+    charge: int = 0,
+    cartesian: bool = False,
+    max_iterations: int | None = None,
+) -> RhfGradient:
+    """The RHF energy and its gradient with respect to every exponent and library
+    contraction coefficient of every shell on every atom (``tutti_rhf_gradient``).
+
+    ``xyz``, ``basis``, ``threads``, ``charge``, ``cartesian`` and ``max_iterations`` are as
+    for :func:`rhf_energy`; ``threads`` sizes every loop, SCF and gradient (0 = all cores).
+    ``serial`` runs the serial reference implementation. The convention is PySCF's: each
+    contracted function is renormalized, and the derivatives include that renormalization.
+    Parameters are per atom; ``summary["elements"]`` holds the sums per element. Errors raise
+    TuttiError with the C status (``Status.ERROR_INVALID_ARGUMENT`` for an unknown basis or
+    element or an odd electron count, ``Status.ERROR_IO`` for an unreadable basis file,
+    ``Status.ERROR_NOT_CONVERGED`` for an SCF that does not converge).
+    """
+    import json
+
+    import numpy as np
+
+    if isinstance(xyz, os.PathLike) or ("\n" not in xyz and Path(xyz).is_file()):
+        xyz = Path(xyz).read_text()
+    options = _CGradientOptions()
+    _check(lib.tutti_gradient_options_default(ctypes.byref(options)))
+    options.rhf.threads = _int(threads, "threads").value
+    options.rhf.charge = _int(charge, "charge").value
+    options.rhf.cartesian = 1 if cartesian else 0
+    options.serial = 1 if serial else 0
+    if max_iterations is not None:
+        options.rhf.max_iterations = _int(max_iterations, "max_iterations").value
+    result = _CRhfGradient()
+    text = ctypes.c_void_p()
+    _check(
+        lib.tutti_rhf_gradient(
+            str(xyz).encode("utf-8"),
+            os.fsencode(basis),
+            ctypes.byref(options),
+            ctypes.byref(result),
+            ctypes.byref(text),
+        )
+    )
+    try:
+        n = result.n_primitives
+        arrays = {
+            name: np.ctypeslib.as_array(getattr(result, name), shape=(n,)).copy()
+            for name in ("exponents", "coefficients", "grad_exponents", "grad_coefficients")
+        }
+        shells = []
+        for index in range(result.n_shells):
+            shell = result.shells[index]
+            part = slice(shell.offset, shell.offset + shell.primitives)
+            shells.append(
+                ShellGradient(
+                    atom=shell.atom,
+                    l=shell.l,
+                    **{name: values[part] for name, values in arrays.items()},
+                )
+            )
+        summary = json.loads(ctypes.string_at(text.value).decode("utf-8"))
+    finally:
+        _check(lib.tutti_free_c(text))
+        _check(lib.tutti_rhf_gradient_free(ctypes.byref(result)))
+    return RhfGradient(
+        energy=result.energy,
+        shells=shells,
+        iterations=result.iterations,
+        threads=result.threads,
+        timings={name: getattr(result.timings, name) for name, _ in _CGradientTimings._fields_},
+        summary=summary,
+    )
+
