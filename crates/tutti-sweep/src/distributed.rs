@@ -4,11 +4,13 @@
 //! communication). Right to left, per site: every rank forms its rows of the sketched matrix,
 //! rank 0 gathers them, runs the QR and scatters blocks of rows of the new core, each rank
 //! projects its rows of the next right environment S, and an allgather gives every rank the
-//! whole S. A group of one (or the plain path, [`Solo`]) runs the same code with trivial
-//! exchanges, so its result is bit-identical.
+//! whole S. A group of one runs the same code inline with trivial exchanges.
+//!
+//! Collectives run on the rank's own thread; the contractions of each step run in the
+//! rank's device thread pool (`pool.install`), so the work stealing stays inside the rank.
 
 use faer::Par;
-use tutti_backend::Element;
+use rayon::ThreadPool;
 use tutti_group::Comm;
 
 use crate::layer::Layer;
@@ -21,67 +23,13 @@ use crate::tensor::{contract_strided, Axis, Buffers, Tensor};
 use crate::train::{Core, TensorTrain};
 use crate::{Scalar, SweepError};
 
-/// The three exchanges of the right-to-left pass, rooted at rank 0.
-pub(crate) trait Exchange {
-    /// This rank.
-    fn rank(&self) -> usize;
-    /// The number of ranks.
-    fn size(&self) -> usize;
-    /// Every rank's `send` concatenated in rank order, at rank 0 (`None` elsewhere).
-    fn gather<T: Element>(&self, send: &[T]) -> Result<Option<Vec<T>>, SweepError>;
-    /// Rank 0's `blocks[r]` on rank r.
-    fn scatter<T: Element>(&self, blocks: Option<&[Vec<T>]>) -> Result<Vec<T>, SweepError>;
-    /// Every rank's `send` concatenated in rank order, on every rank.
-    fn allgather_concat<T: Element>(&self, send: &[T]) -> Result<Vec<T>, SweepError>;
-}
-
-/// The exchanges of a single rank without a group: the plain path.
-pub(crate) struct Solo;
-
-impl Exchange for Solo {
-    fn rank(&self) -> usize {
-        0
-    }
-    fn size(&self) -> usize {
-        1
-    }
-    fn gather<T: Element>(&self, send: &[T]) -> Result<Option<Vec<T>>, SweepError> {
-        Ok(Some(send.to_vec()))
-    }
-    fn scatter<T: Element>(&self, blocks: Option<&[Vec<T>]>) -> Result<Vec<T>, SweepError> {
-        Ok(blocks.and_then(|b| b.first().cloned()).unwrap_or_default())
-    }
-    fn allgather_concat<T: Element>(&self, send: &[T]) -> Result<Vec<T>, SweepError> {
-        Ok(send.to_vec())
-    }
-}
-
-impl Exchange for Comm<'_> {
-    fn rank(&self) -> usize {
-        Comm::rank(self)
-    }
-    fn size(&self) -> usize {
-        Comm::size(self)
-    }
-    fn gather<T: Element>(&self, send: &[T]) -> Result<Option<Vec<T>>, SweepError> {
-        Ok(Comm::gather(self, 0, send)?.map(|blocks| blocks.concat()))
-    }
-    fn scatter<T: Element>(&self, blocks: Option<&[Vec<T>]>) -> Result<Vec<T>, SweepError> {
-        Ok(Comm::scatter(self, 0, blocks)?)
-    }
-    fn allgather_concat<T: Element>(&self, send: &[T]) -> Result<Vec<T>, SweepError> {
-        Ok(Comm::allgather_concat(self, send)?)
-    }
-}
-
 /// What one sweep needs besides the layers.
 #[derive(Clone, Copy)]
-pub(crate) struct SweepPlan<'a> {
+pub(crate) struct SweepJob<'a> {
     pub stack: &'a Stack,
     /// The sketch width s (chi_out + oversample, clamped to the product's largest bond).
     pub width: usize,
     pub seed: u64,
-    pub par: Par,
     pub progress: Option<&'a ProgressFn>,
 }
 
@@ -225,18 +173,24 @@ fn report(progress: Option<&ProgressFn>, rank: usize, pass: Pass, site: usize, s
 
 /// Runs the sweep on this rank; rank 0 returns the right-canonical result (bonds <= width),
 /// the other ranks `None`.
-pub(crate) fn sweep_rank<T: Scalar, X: Exchange>(
-    exchange: &X,
+pub(crate) fn sweep_rank<T: Scalar>(
+    comm: &Comm<'_>,
     layers: &[&dyn Layer<T>],
-    plan: &SweepPlan<'_>,
+    job: &SweepJob<'_>,
 ) -> Result<Option<TensorTrain<T>>, SweepError> {
-    let stack = plan.stack;
-    let (n, depth, par) = (stack.sites, stack.depth(), plan.par);
-    let (rank, size) = (exchange.rank(), exchange.size());
-    let columns = block(plan.width, size, rank);
+    let pool = comm.device().thread_pool()?;
+    let par = match pool.current_num_threads() {
+        0 | 1 => Par::Seq,
+        threads => Par::rayon(threads),
+    };
+    let stack = job.stack;
+    let (n, depth) = (stack.sites, stack.depth());
+    let (rank, size) = (comm.rank(), comm.size());
+    let columns = block(job.width, size, rank);
     let right_axes = stack.right_axes();
 
-    // Left to right: this rank's columns of the sketched environments envs[k], left of site k.
+    // Left to right: this rank's columns of the sketched environments envs[k], left of site k
+    // (no communication: the whole pass runs in the rank's pool).
     let mut env_axes = vec![Axis::Col];
     env_axes.extend(stack.left_axes());
     let mut env_dims = vec![1; depth + 1];
@@ -248,17 +202,18 @@ pub(crate) fn sweep_rank<T: Scalar, X: Exchange>(
         format!("the first sketched environment ({} columns)", columns.len())
     })?;
     envs.push(Tensor::new(first_env, env_dims, env_axes.clone()));
-    {
+    in_pool(pool, || {
         let mut reader = StackReader::new(stack, layers, false)?;
         for site in 0..n - 1 {
-            report(plan.progress, rank, Pass::Sketch, site, n);
+            report(job.progress, rank, Pass::Sketch, site, n);
             let cores = reader.next_site(site)?;
-            let g = sketch_block::<T>(plan.seed, site, columns.clone(), stack.phys(site))?;
+            let g = sketch_block::<T>(job.seed, site, columns.clone(), stack.phys(site))?;
             let t = env_times_cores(&envs[site], &cores, par, &mut buffers);
             envs.push(apply_sketch(&t, &g, depth, par)?);
             buffers.give(t.data);
         }
-    }
+        Ok(())
+    })?;
 
     // Right to left: sketch, QR at rank 0, projected environment S (`[Bond, Right(0..L)]`,
     // Bond the new core's left bond at the site to the right).
@@ -275,32 +230,35 @@ pub(crate) fn sweep_rank<T: Scalar, X: Exchange>(
     }
     let mut reader = StackReader::new(stack, layers, true)?;
     for site in (1..n).rev() {
-        report(plan.progress, rank, Pass::Orthogonalize, site, n);
-        let cores = reader.next_site(site)?;
+        report(job.progress, rank, Pass::Orthogonalize, site, n);
         let (d_out, d_in) = stack.out_phys(site);
         let phys = d_out * d_in;
         let row_width = phys * chi_right;
 
         // The stacked cores times S, then this rank's rows of the sketched matrix Y
         // (columns x phys*chi_right).
-        let x = s_times_cores(&s_env, &cores, par, &mut buffers);
-        let y = envs[site]
-            .contract_as(
-                &x,
-                &[Axis::Phys(0), Axis::Col, Axis::Phys(depth), Axis::Bond],
-                par,
-            )
-            .permuted(&[Axis::Col, Axis::Phys(0), Axis::Phys(depth), Axis::Bond]);
+        let (x, y) = in_pool(pool, || {
+            let cores = reader.next_site(site)?;
+            let x = s_times_cores(&s_env, &cores, par, &mut buffers);
+            let y = envs[site]
+                .contract_as(
+                    &x,
+                    &[Axis::Phys(0), Axis::Col, Axis::Phys(depth), Axis::Bond],
+                    par,
+                )
+                .permuted(&[Axis::Col, Axis::Phys(0), Axis::Phys(depth), Axis::Bond]);
+            Ok((x, y))
+        })?;
         for done in envs.drain(site..) {
             buffers.give(done.data);
         }
 
         // Rank 0: Y^T = Q R; the new core is Q^T (rank x phys*chi_right), right-orthonormal.
-        let gathered = exchange.gather(&y.data)?;
+        let gathered = comm.gather(0, &y.data)?.map(|blocks| blocks.concat());
         drop(y);
         let blocks = match gathered {
             Some(sketch) => {
-                let rank_k = plan.width.min(row_width).min(left_caps[site]);
+                let rank_k = job.width.min(row_width).min(left_caps[site]);
                 // Row-major Y (width x row_width) is column-major Y^T; its first rank_k
                 // columns are the first rank_k sketch columns.
                 // faer's blocked QR synchronises its threads per panel: below some tens of
@@ -312,7 +270,10 @@ pub(crate) fn sweep_rank<T: Scalar, X: Exchange>(
                 } else {
                     Par::Seq
                 };
-                let v = qr_q_transposed(&sketch[..rank_k * row_width], row_width, rank_k, qr_par);
+                let v = pool.install(|| {
+                    qr_q_transposed(&sketch[..rank_k * row_width], row_width, rank_k, qr_par)
+                });
+                drop(sketch);
                 let blocks: Vec<Vec<T>> = (0..size)
                     .map(|r| {
                         let rows = block(rank_k, size, r);
@@ -327,7 +288,8 @@ pub(crate) fn sweep_rank<T: Scalar, X: Exchange>(
             }
             None => None,
         };
-        let my_rows = exchange.scatter(blocks.as_deref())?;
+        let my_rows = comm.scatter(0, blocks.as_deref())?;
+        drop(blocks);
         let count = my_rows.len() / row_width.max(1);
 
         // This rank's rows of the next S: S[r, a] = sum_{p, c} conj(V[r, p, c]) X[p, a, c].
@@ -338,10 +300,10 @@ pub(crate) fn sweep_rank<T: Scalar, X: Exchange>(
         );
         let mut order = vec![Axis::Row];
         order.extend(stack.left_axes());
-        let mine = contract_strided(&v, true, &x, &order, par, &mut buffers);
+        let mine = pool.install(|| contract_strided(&v, true, &x, &order, par, &mut buffers));
         buffers.give(x.data);
         drop(v);
-        let all_rows = exchange.allgather_concat(&mine.data)?;
+        let all_rows = comm.allgather_concat(&mine.data)?;
         buffers.give(mine.data);
         let fused_left = stack.fused_left(site);
         let rank_k = all_rows.len() / fused_left.max(1);
@@ -355,21 +317,34 @@ pub(crate) fn sweep_rank<T: Scalar, X: Exchange>(
 
     // Site 0 carries the norm: the stacked cores times S (left bonds 1).
     let cores = reader.next_site(0)?;
-    report(plan.progress, rank, Pass::Orthogonalize, 0, n);
+    report(job.progress, rank, Pass::Orthogonalize, 0, n);
     if rank != 0 {
         return Ok(None);
     }
-    let first = s_times_cores(&s_env, &cores, par, &mut buffers);
+    let first = pool.install(|| s_times_cores(&s_env, &cores, par, &mut buffers));
     out[0] = Some(Core {
         shape: stack.out_shape(0, 1, chi_right),
         data: first.data,
     });
+    // Rank 0 computed every site above (its `gathered` is always `Some`).
     let cores = out
         .into_iter()
         .enumerate()
         .map(|(site, core)| {
-            core.ok_or_else(|| SweepError::Devices(format!("site {site} was not computed")))
+            core.ok_or_else(|| {
+                SweepError::Comm(tutti_group::CommError::Mismatch(format!(
+                    "site {site} was not computed at rank 0"
+                )))
+            })
         })
         .collect::<Result<Vec<_>, _>>()?;
     Ok(Some(TensorTrain::from_trusted(stack.out_kind, cores)))
+}
+
+/// `work` in `pool` (its rayon calls use the pool's threads).
+fn in_pool<R: Send>(
+    pool: &ThreadPool,
+    work: impl FnOnce() -> Result<R, SweepError> + Send,
+) -> Result<R, SweepError> {
+    pool.install(work)
 }

@@ -2,6 +2,10 @@
 
 use std::path::PathBuf;
 
+use tutti_backend::BackendError;
+use tutti_group::{CommError, GroupError, RunError};
+use tutti_plan::PlanError;
+
 /// Why a tensor-train operation failed. Every variant names the argument and the expected
 /// value, so a caller can fix the input without reading the code.
 #[derive(Debug, thiserror::Error)]
@@ -121,9 +125,48 @@ pub enum SweepError {
         /// The bytes asked for (saturated at `u64::MAX` when the size itself overflows).
         bytes: u64,
     },
-    /// The devices could not be used or a collective failed.
-    #[error("devices: {0}")]
-    Devices(String),
+    /// Selecting the devices or forming the group failed (zero devices, an unknown ordinal,
+    /// a GPU request without CUDA, a cap larger than a device).
+    #[error("device group: {0}")]
+    Group(#[from] GroupError),
+    /// A device operation failed (reading a device's memory for the plan, its thread pool).
+    #[error("device: {0}")]
+    Backend(#[from] BackendError),
+    /// A collective failed (another rank's error is reported instead where there is one).
+    #[error("collective: {0}")]
+    Comm(#[from] CommError),
+    /// The memory plan could not fit the sweep's large objects in the budget of the devices,
+    /// the host and the scratch disk (the message carries the numbers).
+    #[error("memory plan: {0}")]
+    Plan(#[from] PlanError),
+    /// The plan fits only by putting objects on the disk tier, which the sweep cannot use yet.
+    #[error(
+        "the sweep needs {} of disk tier ({objects}); out-of-core sweep not implemented yet: \
+         raise the device or host memory cap, or use more devices",
+        tutti_backend::format_bytes(*bytes)
+    )]
+    NeedsDisk {
+        /// Bytes the plan put on the disk tier.
+        bytes: u64,
+        /// The objects placed there, by name.
+        objects: String,
+    },
+    /// A rank panicked (a bug: please report it).
+    #[error("rank {rank} panicked: {message}")]
+    RankPanicked {
+        /// The rank.
+        rank: usize,
+        /// The panic message.
+        message: String,
+    },
+    /// A rank's thread could not be started.
+    #[error("rank {rank} could not start: {message}")]
+    RankStart {
+        /// The rank.
+        rank: usize,
+        /// Why.
+        message: String,
+    },
 }
 
 impl SweepError {
@@ -142,8 +185,16 @@ impl SweepError {
     }
 }
 
-impl From<tutti_group::CommError> for SweepError {
-    fn from(error: tutti_group::CommError) -> Self {
-        Self::Devices(error.to_string())
+impl From<RunError<SweepError>> for SweepError {
+    /// The original error of the first failing rank, unwrapped.
+    fn from(error: RunError<SweepError>) -> Self {
+        match error {
+            RunError::Failed { error, .. } => error,
+            RunError::Panicked { rank, message } => Self::RankPanicked { rank, message },
+            other => Self::RankStart {
+                rank: other.rank(),
+                message: other.to_string(),
+            },
+        }
     }
 }

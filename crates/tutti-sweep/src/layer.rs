@@ -21,6 +21,12 @@ pub trait Layer<T: Scalar>: Sync {
     fn shapes(&self) -> Vec<CoreShape>;
     /// The cores, site 0 first, or site n-1 first when `reverse`.
     fn stream(&self, reverse: bool) -> Result<CoreStream<T>, SweepError>;
+    /// How many cores one stream holds in memory at most, for the sweep's memory plan:
+    /// `None` (the default) when a stream may hold every core at once (an in-memory train's
+    /// stream copies the train).
+    fn cores_in_memory(&self) -> Option<usize> {
+        None
+    }
 }
 
 impl<T: Scalar> Layer<T> for TensorTrain<T> {

@@ -12,10 +12,12 @@
 //! - Stacks are in mathematical order: `[U3, U2, U1, psi]` is U3·U2·U1|psi>; an MPS may only
 //!   come first (a bra, NOT conjugated) or last (a ket).
 //! - [`src`], [`apply`], [`compress`] with [`SrcOptions`] (chi_out, oversample, cutoff, seed,
-//!   devices); [`compress_exact`]; [`inner`], [`norm`], [`distance`] by contraction.
-//! - Split among devices ([`SrcOptions::resources`]): each rank owns a block of sketch
-//!   columns; draws are keyed by (seed, site, column), so any device count gives the same
-//!   result to rounding, and one device the same bits as the plain path.
+//!   resources); [`compress_exact`]; [`inner`], [`norm`], [`distance`] by contraction.
+//! - Split among devices ([`SrcOptions::resources`], a `tutti_backend::Resources`): each
+//!   rank owns a block of sketch columns; draws are keyed by (seed, site, column), so any
+//!   device count gives the one-device result to rounding, bitwise repeatable run to run.
+//! - Planned: [`plan`] lists the sweep's large objects for `tutti-plan` within the devices'
+//!   memory and caps; [`src`] makes the same plan first and refuses one that does not fit.
 //!
 //! ```
 //! use tutti_sweep::{heisenberg_xxz, src, Layer, SrcOptions, TensorTrain, TrainKind};
@@ -36,6 +38,7 @@ mod contract;
 mod distributed;
 mod error;
 mod exact;
+mod footprint;
 mod layer;
 mod linalg;
 mod memory;
@@ -55,6 +58,6 @@ pub use layer::{load, CoreStream, Layer};
 pub use models::heisenberg_xxz;
 pub use npy_io::{read_train, write_train, FileDtype, NpyTrain};
 pub use scalar::Scalar;
-pub use src::{apply, compress, src, Pass, ProgressFn, SrcInfo, SrcOptions, SweepProgress};
+pub use src::{apply, compress, plan, src, Pass, ProgressFn, SrcInfo, SrcOptions, SweepProgress};
 pub use train::{Core, CoreShape, TensorTrain, TrainKind};
 pub use tutti_backend::Complex64;

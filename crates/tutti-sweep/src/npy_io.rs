@@ -596,6 +596,11 @@ impl<T: Scalar> Layer<T> for NpyTrain {
             loader: Some(loader),
         }))
     }
+
+    /// The core in use, the one in the channel and the one the loader is reading.
+    fn cores_in_memory(&self) -> Option<usize> {
+        Some(3)
+    }
 }
 
 /// The cores a loader thread reads, and the thread itself: dropping the stream closes the

@@ -4,11 +4,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use faer::Par;
-use tutti_backend::{DeviceRequest, Resources};
-use tutti_group::{Group, RunError};
+use tutti_backend::{Device, Resources};
+use tutti_group::Group;
+use tutti_plan::{Budget, Plan, Planner, Tier};
 
-use crate::distributed::{sweep_rank, Solo, SweepPlan};
+use crate::distributed::{sweep_rank, SweepJob};
 use crate::exact::{check_chi_cutoff, compress_exact, right_canonicalize, truncate_left_to_right};
 use crate::layer::Layer;
 use crate::stack::Stack;
@@ -40,8 +40,9 @@ pub type ProgressFn = Arc<dyn Fn(SweepProgress) + Send + Sync>;
 
 /// Options of [`src`].
 ///
-/// Defaults ([`SrcOptions::new`]): no oversampling, no cutoff, seed 0, the plain path on the
-/// caller's thread (no device group), no progress reports.
+/// Defaults ([`SrcOptions::new`]): no oversampling, no cutoff, seed 0,
+/// [`Resources::default`] (every GPU, else one simulated device owning all cores), no
+/// progress reports.
 #[derive(Clone)]
 #[non_exhaustive]
 pub struct SrcOptions {
@@ -58,8 +59,8 @@ pub struct SrcOptions {
     /// The seed of the sketch: the draws for sketch column j at site k depend only on
     /// (seed, k, j).
     pub seed: u64,
-    /// Devices to split the sweep among (`None`: the plain path on the calling thread).
-    pub resources: Option<Resources>,
+    /// The devices to split the sweep among, and the memory caps its plan must honour.
+    pub resources: Resources,
     /// Called by rank 0 at the start of every site of both passes.
     pub progress: Option<ProgressFn>,
 }
@@ -85,7 +86,7 @@ impl SrcOptions {
             oversample: 0,
             cutoff: 0.0,
             seed: 0,
-            resources: None,
+            resources: Resources::default(),
             progress: None,
         }
     }
@@ -108,9 +109,9 @@ impl SrcOptions {
         self
     }
 
-    /// Split among these devices.
+    /// Split among these devices, within their caps.
     pub fn with_resources(mut self, resources: Resources) -> Self {
-        self.resources = Some(resources);
+        self.resources = resources;
         self
     }
 
@@ -132,7 +133,7 @@ pub struct SrcInfo {
     pub bonds: Vec<usize>,
     /// `||result||` (the Frobenius norm of site 0: the result is right-canonical).
     pub norm: f64,
-    /// The number of devices the sweep was split among (1 on the plain path).
+    /// The number of devices (ranks) the sweep was split among.
     pub devices: usize,
     /// Wall-clock seconds of the whole call.
     pub seconds: f64,
@@ -162,9 +163,13 @@ static SHORT_TRAIN_NOTED: AtomicBool = AtomicBool::new(false);
 /// bonds <= `chi_out`; it is exact (to rounding) when `s` is at least every bond of the exact
 /// product's minimal representation.
 ///
-/// With `options.resources`, the sweep is split among the devices by sketch columns; the
-/// result equals the plain path's to rounding, and is bit-identical on one device. The same
-/// seed gives the same bits run to run.
+/// The sweep is split among the devices of `options.resources` by sketch columns (one rank
+/// per device; a group of one runs inline on the caller's thread); any device count gives
+/// the one-device result to rounding, and the same seed and device count give the same bits
+/// run to run. Before any work the sweep's large objects are planned within the devices'
+/// memory (and the caps of `options.resources`) by [`plan`]: a working set that does not fit
+/// is refused up front with the planner's numbers, as is a plan that would need the disk
+/// tier (the out-of-core sweep is not implemented yet).
 ///
 /// Stacks of two sites are contracted exactly ([`compress_exact`]; a note goes to the `log`
 /// facade at info level, once); one site is an error. The library never prints.
@@ -175,30 +180,17 @@ static SHORT_TRAIN_NOTED: AtomicBool = AtomicBool::new(false);
 ///
 /// Errors: an empty stack, trains of different lengths, an MPS in the middle, a bra times a
 /// ket, mismatched physical legs or bonds, a single site, `chi_out = 0`, a cutoff outside
-/// [0, 1), unusable devices (none, duplicates), unreadable or non-finite cores.
+/// [0, 1), unusable devices ([`SweepError::Group`]: none, an unknown ordinal, a GPU request
+/// without CUDA, a cap larger than a device), a plan that does not fit
+/// ([`SweepError::Plan`], [`SweepError::NeedsDisk`]), unreadable or non-finite cores.
 pub fn src<T: Scalar>(
     layers: &[&dyn Layer<T>],
     options: &SrcOptions,
 ) -> Result<(TensorTrain<T>, SrcInfo), SweepError> {
     let started = Instant::now();
-    check_chi_cutoff(options.chi_out, options.cutoff)?;
-    let stack = Stack::new(layers)?;
-    if stack.sites < 2 {
-        return Err(SweepError::InvalidStack {
-            detail: "a single site: there is no bond to compress".into(),
-        });
-    }
-    // No bond of the result can exceed the product's largest possible bond, so neither can a
-    // useful sketch: clamping keeps every rank and result as it was and bounds the buffers.
-    let width = options
-        .chi_out
-        .saturating_add(options.oversample)
-        .min(stack.max_bond());
-    let group = match &options.resources {
-        Some(resources) => Some(make_group(resources)?),
-        None => None,
-    };
-    let devices = group.as_ref().map_or(1, Group::size);
+    let (stack, width) = checked_stack(layers, options)?;
+    let group = Group::from_resources(&options.resources)?;
+    let devices = group.size();
     if stack.sites == 2 {
         if !SHORT_TRAIN_NOTED.swap(true, Ordering::Relaxed) {
             log::info!(
@@ -217,39 +209,23 @@ pub fn src<T: Scalar>(
         };
         return Ok((train, info));
     }
-    let plan = SweepPlan {
+    let plan = plan_on(&stack, layers, width, group.devices(), &options.resources)?;
+    log::debug!("tutti-sweep: memory plan\n{plan}");
+    let job = SweepJob {
         stack: &stack,
         width,
         seed: options.seed,
-        par: Par::Seq,
         progress: options.progress.as_ref(),
     };
-    let swept = match &group {
-        None => {
-            let plan = SweepPlan {
-                par: Par::rayon(0),
-                ..plan
-            };
-            sweep_rank(&Solo, layers, &plan)?
-        }
-        Some(group) => {
-            let results = group
-                .run(|comm| {
-                    // Each rank runs its contractions with its device's share of the
-                    // cores (a `Comm` stays on its rank's thread, so no pool switch).
-                    let threads = comm.device().threads();
-                    let par = if threads > 1 {
-                        Par::rayon(threads)
-                    } else {
-                        Par::Seq
-                    };
-                    sweep_rank(comm, layers, &SweepPlan { par, ..plan })
-                })
-                .map_err(original_error)?;
-            results.into_iter().next().flatten()
-        }
-    };
-    let train = swept.ok_or_else(|| SweepError::Devices("rank 0 returned no result".into()))?;
+    let results = group.run(|comm| sweep_rank(comm, layers, &job))?;
+    let train = results
+        .into_iter()
+        .next()
+        .flatten()
+        .ok_or_else(|| SweepError::RankStart {
+            rank: 0,
+            message: "rank 0 returned no result".into(),
+        })?;
     let (train, truncated_weight) = if options.oversample > 0 || options.cutoff > 0.0 {
         let (left, weight) = truncate_left_to_right(train, options.chi_out, options.cutoff)?;
         (right_canonicalize(left), weight)
@@ -273,36 +249,74 @@ pub fn src<T: Scalar>(
     Ok((train, info))
 }
 
-/// The first failing rank's own error (a panic becomes a `Devices` error with its message).
-fn original_error(error: RunError<SweepError>) -> SweepError {
-    match error {
-        RunError::Failed { error, .. } => error,
-        other => SweepError::Devices(other.to_string()),
-    }
+/// The memory plan [`src`] makes before any work: the sweep's large objects (the layers'
+/// cores its streams hold, the sketch vectors of a site, the contraction work buffers, the
+/// buffers of the collectives, the sketched environments, the result), sized from the
+/// stack's shapes and the sketch width, placed by [`tutti_plan::Planner`] within
+/// [`Budget::from_devices`] of the devices `options.resources` selects (their free memory,
+/// the caps, the host's memory and the scratch disk).
+///
+/// The per-site objects must live on the device tier; the environments and the core copies
+/// may move to the host tier (on simulated devices both are host memory). A 2-site stack,
+/// contracted exactly instead, is planned as the sweep of it would be.
+///
+/// Errors: those of [`src`]'s checks of the stack and options, [`SweepError::Group`] for
+/// unusable devices, [`SweepError::Plan`] when an object fits on no tier (the message gives
+/// what was needed and what was free), [`SweepError::NeedsDisk`] when it fits only on the
+/// disk tier, which the sweep cannot use yet.
+pub fn plan<T: Scalar>(layers: &[&dyn Layer<T>], options: &SrcOptions) -> Result<Plan, SweepError> {
+    let (stack, width) = checked_stack(layers, options)?;
+    let devices = options
+        .resources
+        .select()
+        .map_err(tutti_group::GroupError::from)?;
+    plan_on(&stack, layers, width, &devices, &options.resources)
 }
 
-/// A group over `resources`, refusing duplicate device ordinals (two ranks on one device
-/// would only slow the sweep down).
-fn make_group(resources: &Resources) -> Result<Group, SweepError> {
-    if let DeviceRequest::Ordinals(ordinals) = &resources.devices {
-        if ordinals.is_empty() {
-            return Err(SweepError::InvalidOption {
-                name: "devices",
-                value: "[]".into(),
-                expected: "at least one device",
-            });
-        }
-        for (i, a) in ordinals.iter().enumerate() {
-            if ordinals[..i].contains(a) {
-                return Err(SweepError::InvalidOption {
-                    name: "devices",
-                    value: format!("{ordinals:?}"),
-                    expected: "distinct device ordinals",
-                });
-            }
-        }
+/// The validated stack and the clamped sketch width.
+fn checked_stack<T: Scalar>(
+    layers: &[&dyn Layer<T>],
+    options: &SrcOptions,
+) -> Result<(Stack, usize), SweepError> {
+    check_chi_cutoff(options.chi_out, options.cutoff)?;
+    let stack = Stack::new(layers)?;
+    if stack.sites < 2 {
+        return Err(SweepError::InvalidStack {
+            detail: "a single site: there is no bond to compress".into(),
+        });
     }
-    Group::from_resources(resources).map_err(|e| SweepError::Devices(e.to_string()))
+    // No bond of the result can exceed the product's largest possible bond, so neither can a
+    // useful sketch: clamping keeps every rank and result as it was and bounds the buffers.
+    let width = options
+        .chi_out
+        .saturating_add(options.oversample)
+        .min(stack.max_bond());
+    Ok((stack, width))
+}
+
+/// The plan of one sweep on `devices`, refusing one that needs the disk tier.
+fn plan_on<T: Scalar>(
+    stack: &Stack,
+    layers: &[&dyn Layer<T>],
+    width: usize,
+    devices: &[Device],
+    resources: &Resources,
+) -> Result<Plan, SweepError> {
+    let objects = crate::footprint::objects(stack, layers, width, devices.len());
+    let plan = Planner::new(Budget::from_devices(devices, resources)?).plan(&objects)?;
+    let on_disk: Vec<&str> = plan
+        .placements()
+        .iter()
+        .filter(|p| p.tier == Tier::Disk)
+        .map(|p| p.object.name())
+        .collect();
+    if !on_disk.is_empty() {
+        return Err(SweepError::NeedsDisk {
+            bytes: plan.used(Tier::Disk),
+            objects: on_disk.join(", "),
+        });
+    }
+    Ok(plan)
 }
 
 /// `a · b` compressed to bonds <= `options.chi_out`: [`src`] on the stack `[a, b]` (an

@@ -1,10 +1,12 @@
-//! The sweep split among 1..4 simulated devices agrees with the plain path.
+//! The sweep split among 1..4 simulated devices agrees with one device, bitwise repeatable at
+//! each count; bad device requests are typed errors.
 #![allow(clippy::unwrap_used)] // helpers outside #[test] fns unwrap too; failures are test failures
 
 mod common;
 
 use common::{random_train, same_bits};
-use tutti_backend::{DeviceRequest, Resources};
+use tutti_backend::{BackendError, DeviceRequest, KindRequest, Resources};
+use tutti_group::GroupError;
 use tutti_sweep::{
     distance, norm, src, Complex64, Layer, Scalar, SrcOptions, SweepError, TensorTrain, TrainKind,
 };
@@ -24,27 +26,34 @@ fn agree<T: Scalar>() {
         let options = SrcOptions::new(chi)
             .with_seed(3)
             .with_oversample(oversample);
-        let (plain, _) = src(&layers, &options).unwrap();
-        let scale = norm(&plain);
+        let on = |resources: Resources| src(&layers, &options.clone().with_resources(resources));
+        let (one, _) = on(Resources::cpu(1)).unwrap();
+        let scale = norm(&one);
         for g in 1..=4 {
-            let (split, info) =
-                src(&layers, &options.clone().with_resources(Resources::cpu(g))).unwrap();
+            let (split, info) = on(Resources::cpu(g)).unwrap();
             assert_eq!(info.devices, g);
-            let diff = distance(&split, &plain).unwrap() / scale;
+            let diff = distance(&split, &one).unwrap() / scale;
             println!(
                 "chi {chi} k {oversample} G {g}: relative difference to one device {diff:.2e}"
             );
+            // The split changes only the order of the sums of the sketched matrix's rows
+            // and of S's rows among ranks: rounding, far below 1e-10 at these sizes.
             assert!(diff < 1e-10, "G {g} chi {chi}: {diff:e}");
-            if g == 1 {
-                assert!(
-                    same_bits(&split, &plain),
-                    "one device must be bit-identical to the plain path"
-                );
-            }
+            let (again, _) = on(Resources::cpu(g)).unwrap();
+            assert!(
+                same_bits(&split, &again),
+                "G {g}: not repeatable bit for bit"
+            );
         }
-        let custom = Resources::cpu(3).with_devices(DeviceRequest::Ordinals(vec![2, 0, 1]));
-        let (split, _) = src(&layers, &options.clone().with_resources(custom)).unwrap();
-        assert!(distance(&split, &plain).unwrap() / scale < 1e-10);
+        // Ordinals in any order, and repeated ones (two ranks on one device): the same
+        // result, since ranks follow the request's order and not the ordinals.
+        for ordinals in [vec![2, 0, 1], vec![0, 0], vec![1, 1, 0, 1]] {
+            let count = ordinals.len();
+            let request = Resources::cpu(1).with_devices(DeviceRequest::Ordinals(ordinals));
+            let (split, info) = on(request).unwrap();
+            assert_eq!(info.devices, count);
+            assert!(distance(&split, &one).unwrap() / scale < 1e-10);
+        }
     }
 }
 
@@ -68,32 +77,73 @@ fn same_seed_same_bits() {
     let (first, _) = src(&layers, &options).unwrap();
     let (second, _) = src(&layers, &options).unwrap();
     assert!(same_bits(&first, &second));
-    let (other, _) = src(&layers, &SrcOptions::new(5).with_seed(43)).unwrap();
+    let (other, _) = src(
+        &layers,
+        &SrcOptions::new(5)
+            .with_seed(43)
+            .with_resources(Resources::cpu(3)),
+    )
+    .unwrap();
     assert!(!same_bits(&first, &other));
 }
 
 #[test]
-fn bad_device_requests_are_errors() {
+fn bad_device_requests_are_typed_errors() {
     let (a, b, psi) = stack::<f64>();
     let layers: [&dyn Layer<f64>; 3] = [&a, &b, &psi];
-    let dup = Resources::cpu(2).with_devices(DeviceRequest::Ordinals(vec![0, 0]));
-    let err = src(&layers, &SrcOptions::new(4).with_resources(dup)).unwrap_err();
+    let run = |resources: Resources| {
+        src(&layers, &SrcOptions::new(4).with_resources(resources)).unwrap_err()
+    };
+    let zero = run(Resources::cpu(0));
     assert!(
         matches!(
-            err,
-            SweepError::InvalidOption {
-                name: "devices",
-                ..
-            }
+            zero,
+            SweepError::Group(GroupError::Backend(BackendError::ZeroDevices))
         ),
-        "{err}"
+        "{zero}"
     );
-    let zero = src(
+    let none = run(Resources::cpu(1).with_devices(DeviceRequest::Ordinals(vec![])));
+    assert!(
+        matches!(
+            none,
+            SweepError::Group(GroupError::Backend(BackendError::ZeroDevices))
+        ),
+        "{none}"
+    );
+    let unknown = run(Resources::cpu(1).with_devices(DeviceRequest::Ordinals(vec![0, 9999])));
+    assert!(
+        matches!(
+            unknown,
+            SweepError::Group(GroupError::Backend(BackendError::UnknownOrdinal {
+                ordinal: 9999,
+                ..
+            }))
+        ),
+        "{unknown}"
+    );
+    // A GPU request: without the `cuda` feature this build has no GPUs at all; with it and
+    // no GPU present, there is none to select. Either way a typed backend error, no hang.
+    if tutti_backend::gpu_count().unwrap_or(0) == 0 {
+        let gpu = run(Resources::gpu(1).with_kind(KindRequest::Gpu));
+        assert!(
+            matches!(
+                gpu,
+                SweepError::Group(GroupError::Backend(
+                    BackendError::CudaNotBuilt
+                        | BackendError::NoDevices { .. }
+                        | BackendError::MoreDevicesThanExist { .. }
+                ))
+            ),
+            "{gpu}"
+        );
+    }
+    // The same errors from `plan`.
+    let planned = tutti_sweep::plan(
         &layers,
         &SrcOptions::new(4).with_resources(Resources::cpu(0)),
     )
     .unwrap_err();
-    assert!(matches!(zero, SweepError::Devices(_)), "{zero}");
+    assert!(matches!(planned, SweepError::Group(_)), "{planned}");
 }
 
 /// A layer whose `nth` stream (counting every rank's calls) fails: an error on one rank only.

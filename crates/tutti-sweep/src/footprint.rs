@@ -1,0 +1,149 @@
+//! The sweep's large objects for `tutti-plan`, sized from the stack's shapes and the sketch
+//! width as `distributed.rs` allocates them.
+//!
+//! Per rank (sizes for rank 0, which owns the largest block of `c = ceil(s / G)` sketch
+//! columns of the `s` columns split among `G` devices, and does the QR):
+//!
+//! - sketched environments: every `envs[k]`, `c x (product of the layers' left bonds at
+//!   k)`, all held at the turn between the passes;
+//! - layer cores: what the layers' streams hold (an in-memory train's stream copies the whole
+//!   train, a `.npy` train holds at most [`Layer::cores_in_memory`] cores);
+//! - sketch vectors: one site's block, `c x (d_out d_in)`;
+//! - work buffers: the contraction intermediates of one site (two of the largest alive at a
+//!   time, `env x cores` left to right, `S x cores` and this rank's rows of Y right to left)
+//!   and the spares the sweep keeps for the next site (up to four);
+//! - collective buffers: the gathered sketched matrix (`s x d_out d_in chi`) and its QR at
+//!   rank 0, and the projected environment `S` as the allgather stages it (the send copy,
+//!   the received blocks, their concatenation and the previous `S`);
+//! - the result at rank 0: its cores, bonds at most `s`.
+//!
+//! Environments and core copies are what an out-of-core sweep would move to the host or
+//! disk tiers; the per-site objects must stay on the device.
+
+use tutti_plan::{ObjectSpec, Tier};
+
+use crate::layer::Layer;
+use crate::stack::Stack;
+use crate::Scalar;
+
+/// Spare buffers [`crate::tensor::Buffers`] keeps for the next site.
+const SPARES: u64 = 4;
+
+/// The objects of one sweep of `stack` with sketch width `width` on `devices` devices.
+pub(crate) fn objects<T: Scalar>(
+    stack: &Stack,
+    layers: &[&dyn Layer<T>],
+    width: usize,
+    devices: usize,
+) -> Vec<ObjectSpec> {
+    let element = std::mem::size_of::<T>() as u64;
+    let u = |x: usize| x as u64;
+    let c = u(width.div_ceil(devices.max(1)));
+    let s = u(width);
+    let n = stack.sites;
+    let depth = stack.depth();
+    let bottom = depth - 1;
+
+    // The result's bonds: at most s, and at most what either side of the bond can carry.
+    let mut bonds = vec![1u64; n + 1];
+    let phys: Vec<u64> = (0..n).map(|k| u(stack.phys(k))).collect();
+    let mut left_product = 1u64;
+    for k in 1..n {
+        left_product = left_product.saturating_mul(phys[k - 1]);
+        let right_product = phys[k..].iter().fold(1u64, |a, &p| a.saturating_mul(p));
+        bonds[k] = s
+            .min(left_product)
+            .min(right_product)
+            .min(u(stack.fused_left(k)));
+    }
+
+    let environments = (0..n).fold(0u64, |acc, k| {
+        acc.saturating_add(c.saturating_mul(u(stack.fused_left(k))))
+    });
+    let cores = layers.iter().enumerate().fold(0u64, |acc, (l, layer)| {
+        let sizes = stack.shapes[l].iter().map(|shape| {
+            u(shape.left)
+                .saturating_mul(u(shape.d_out))
+                .saturating_mul(u(shape.d_in))
+                .saturating_mul(u(shape.right))
+        });
+        let held = match layer.cores_in_memory() {
+            None => sizes.fold(0u64, u64::saturating_add),
+            Some(count) => u(count).saturating_mul(sizes.max().unwrap_or(0)),
+        };
+        acc.saturating_add(held)
+    });
+    let sketch = phys.iter().map(|&p| c.saturating_mul(p)).max().unwrap_or(0);
+
+    let mut intermediate = 0u64;
+    let mut collective = 0u64;
+    for k in 0..n {
+        let shapes: Vec<_> = stack.shapes.iter().map(|layer| layer[k]).collect();
+        let d_in = u(shapes[bottom].d_in);
+        let chi = bonds[k + 1];
+        let product = |range: std::ops::Range<usize>, f: &dyn Fn(usize) -> usize| {
+            range.fold(1u64, |a, l| a.saturating_mul(u(f(l))))
+        };
+        for j in 0..depth {
+            let d_out = u(shapes[j].d_out);
+            // Left to right, after the layers j..=bottom: env x cores.
+            let sketched = c
+                .saturating_mul(product(0..j, &|l| shapes[l].left))
+                .saturating_mul(d_out)
+                .saturating_mul(product(j..depth, &|l| shapes[l].right))
+                .saturating_mul(d_in);
+            // Right to left, after the layers j..=bottom: S x cores.
+            let projected = product(0..j, &|l| shapes[l].right)
+                .saturating_mul(d_out)
+                .saturating_mul(product(j..depth, &|l| shapes[l].left))
+                .saturating_mul(d_in)
+                .saturating_mul(chi);
+            intermediate = intermediate.max(sketched).max(projected);
+        }
+        let row_width = phys[k].saturating_mul(chi);
+        // This rank's rows of Y, and their permuted copy.
+        intermediate = intermediate.max(c.saturating_mul(row_width).saturating_mul(2));
+        let rank_k = bonds[k];
+        let gathered = s.saturating_mul(row_width);
+        let qr = rank_k.saturating_mul(row_width);
+        let s_env = rank_k.saturating_mul(u(stack.fused_left(k)));
+        // Gathered blocks, their concatenation; the QR's copy, Q^T and the scattered blocks;
+        // the staged, received, concatenated and previous S.
+        let at_site = gathered
+            .saturating_mul(2)
+            .saturating_add(qr.saturating_mul(3))
+            .max(s_env.saturating_mul(4));
+        collective = collective.max(at_site);
+    }
+    let work = intermediate.saturating_mul(2 + SPARES);
+    let result = (0..n).fold(0u64, |acc, k| {
+        acc.saturating_add(
+            bonds[k]
+                .saturating_mul(phys[k])
+                .saturating_mul(bonds[k + 1]),
+        )
+    });
+
+    // The per-site objects first, so that they get the device tier and the environments and
+    // core copies are the ones that move to slower tiers.
+    vec![
+        ObjectSpec::per_device("work buffers", element, work)
+            .first_used_at(0)
+            .no_slower_than(Tier::Device),
+        ObjectSpec::per_device("sketch vectors", element, sketch)
+            .first_used_at(0)
+            .no_slower_than(Tier::Device),
+        ObjectSpec::per_device("collective buffers", element, collective)
+            .first_used_at(0)
+            .no_slower_than(Tier::Device),
+        ObjectSpec::per_device("layer cores", element, cores)
+            .first_used_at(1)
+            .no_slower_than(Tier::Disk),
+        ObjectSpec::per_device("sketched environments", element, environments)
+            .first_used_at(2)
+            .no_slower_than(Tier::Disk),
+        ObjectSpec::shared("result", element, result)
+            .first_used_at(3)
+            .no_slower_than(Tier::Host),
+    ]
+}
