@@ -16,8 +16,9 @@ Every failing call raises :class:`TuttiError`, carrying the C status and the lib
 
 The package is split by job, one module per workload, each holding its own ctypes mirrors of
 the header's structs and declaring its own functions: ``_lib`` (loading, statuses,
-:class:`TuttiError`), ``devices``, ``fit``, ``chem`` (RHF energy and gradient), ``fmm``,
-``sweep`` (:class:`Train`, :func:`src`). Everything public is re-exported here.
+:class:`TuttiError`), ``devices``, ``resources`` (:class:`Resources`, where a call runs),
+``fit``, ``chem`` (RHF energy and gradient), ``fmm``, ``sweep`` (:class:`Train`,
+:func:`src`). Everything public is re-exported here.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ __all__ = [
     "version",
     "device_count",
     "device_info",
+    "Resources",
     "FitResult",
     "fit",
     "RhfEnergy",
@@ -51,6 +53,7 @@ __all__ = [
 
 from ._lib import MAX_SIMULATED_DEVICES, Kind, Status, TuttiError, library_path, version
 from .devices import DeviceInfo, _CDeviceInfo, device_count, device_info
+from .resources import Resources
 from .fit import FitResult, _CFitOptions, _CFitResult, fit
 from .chem import (
     RhfEnergy,
