@@ -3,7 +3,7 @@
 use std::time::{Duration, Instant};
 
 use crate::tools::{cargo, ensure_ffi_tools, run, Failure, Workspace};
-use crate::{chaos, ffi, fuzz, header};
+use crate::{chaos, ffi, fuzz, header, layers};
 
 /// Seconds each fuzz target runs in CI: enough to replay the seeds and the corpus and explore
 /// a little, inside the suite's time budget. Longer runs: `cargo xtask fuzz --runs 1000000`.
@@ -25,6 +25,7 @@ pub fn run_all() -> Result<(), Failure> {
             "cargo fmt --all -- --check",
             cargo_step(&["fmt", "--all", "--", "--check"]),
         ),
+        ("cargo xtask check-layers", Box::new(layers::run)),
         (
             "cargo clippy --workspace --all-targets -- -D warnings",
             cargo_step(&[

@@ -1,6 +1,8 @@
 //! tutti's build tasks, run as `cargo xtask <task>` (a cargo alias in `.cargo/config.toml`).
 //!
 //! - `header [--check]`: generate `include/tutti.h` with cbindgen, or check it is current.
+//! - `check-layers`: the crates depend only on lower layers, and use every dependency they
+//!   declare, in the section it is declared in (`layers.rs`).
 //! - `ffi-test`: build libtutti and run the C, Fortran and Python tests of the C ABI.
 //! - `demo [ARGS...]`: `cargo run --release -p tutti-cli -- demo ARGS...`.
 //! - `bench [NAME...]`: run the named binaries of `tutti-benches` (all when none is named).
@@ -9,14 +11,15 @@
 //! - `campaign-chaos [--kills N] [--replicates N] [--seed N]`: SIGKILL a checkpointed
 //!   campaign N times at random moments, resume it, check it against an uninterrupted run,
 //!   then fail a ledger write on a full "disk" and rerun.
-//! - `ci`: install missing tools, then formatting, lints, tests, the cuda build, the header
-//!   check and the FFI tests, failing fast.
+//! - `ci`: install missing tools, then formatting, the layer check, lints, tests, the cuda
+//!   build, the header check and the FFI tests, failing fast.
 
 mod chaos;
 mod ci;
 mod ffi;
 mod fuzz;
 mod header;
+mod layers;
 mod tools;
 
 use std::process::ExitCode;
@@ -28,6 +31,8 @@ usage: cargo xtask <task> [args]
 
 tasks:
   header [--check]   generate include/tutti.h with cbindgen; --check fails if it is stale
+  check-layers       fail when a crate depends on its own or a higher layer, or declares a
+                     dependency its code does not use (or uses only in tests)
   ffi-test           build libtutti, run the C, Fortran (gfortran) and Python (pytest) tests
   demo [ARGS...]     cargo run --release -p tutti-cli -- demo ARGS...
   bench [NAME...]    run the tutti-benches binaries NAME... (all of them when none is named)
@@ -37,8 +42,8 @@ tasks:
   campaign-chaos [--kills N] [--replicates N] [--seed N]
                      kill a checkpointed campaign N times (default 200), resume, compare with
                      an uninterrupted run; then a ledger write on a full disk, and a rerun
-  ci                 install missing tools, then fmt, clippy, test, cuda clippy, header check,
-                     ffi-test; stops at the first failure
+  ci                 install missing tools, then fmt, check-layers, clippy, test, cuda clippy,
+                     header check, ffi-test; stops at the first failure
 ";
 
 fn main() -> ExitCode {
@@ -65,6 +70,10 @@ fn dispatch(args: &[String]) -> Result<(), Failure> {
                 "header takes only `--check`, got {rest:?}"
             ))),
         },
+        "check-layers" => {
+            no_args(task, rest)?;
+            layers::run()
+        }
         "ffi-test" => {
             no_args(task, rest)?;
             ffi::run_all(&Workspace::load()?)
