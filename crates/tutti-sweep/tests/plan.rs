@@ -1,0 +1,184 @@
+//! The sweep's memory plan: its numbers against the heap the sweep actually uses (measured by
+//! a counting allocator), and caps that are too small refused up front.
+#![allow(clippy::unwrap_used)] // helpers outside #[test] fns unwrap too; failures are test failures
+
+mod common;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use common::random_train;
+use tutti_backend::Resources;
+use tutti_plan::{PlanError, Scope, Tier};
+use tutti_sweep::{plan, src, Layer, SrcOptions, SweepError, TensorTrain, TrainKind};
+
+/// The system allocator, counting the bytes live and the most live since the last reset.
+///
+/// Page-aligned blocks are left out: they are faer's per-thread GEMM packing space
+/// (`private-gemm-x86`, twice the L3 cache per thread that runs a GEMM, reserved once per
+/// thread and touched only as far as it packs), not the sweep's objects; the sweep's own
+/// buffers are `Vec`s of scalars, aligned to 16 bytes at most.
+struct Counting;
+
+const PAGE_ALIGNED: usize = 4096;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+static BIGGEST: AtomicUsize = AtomicUsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: forwarded unchanged to the system allocator.
+        let ptr = unsafe { System.alloc(layout) };
+        if !ptr.is_null() && layout.align() < PAGE_ALIGNED {
+            let live = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
+            PEAK.fetch_max(live, Ordering::Relaxed);
+            BIGGEST.fetch_max(layout.size(), Ordering::Relaxed);
+        }
+        ptr
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` came from `alloc` with this layout.
+        unsafe { System.dealloc(ptr, layout) };
+        if layout.align() < PAGE_ALIGNED {
+            LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+        }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// One test at a time: the peak is process-wide.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+const MIB: u64 = 1 << 20;
+
+/// An MPO (bond 4) times an MPS (bond `d_psi`) on `n` sites.
+fn stack(n: usize, d_psi: usize) -> (TensorTrain<f64>, TensorTrain<f64>) {
+    let h = random_train(TrainKind::Mpo, &vec![(2, 2); n], 4, 1.0, 1);
+    let psi = random_train(TrainKind::Mps, &vec![(2, 1); n], d_psi, 0.9, 2);
+    (h, psi)
+}
+
+/// Bytes the plan holds in all (per-device objects on every device).
+fn planned_bytes(plan: &tutti_plan::Plan) -> u64 {
+    let devices = plan.budget().devices() as u64;
+    plan.placements()
+        .iter()
+        .map(|p| {
+            let one = p.object.instance_bytes().unwrap();
+            match p.object.scope() {
+                Scope::PerDevice => one * devices,
+                Scope::Shared => one,
+            }
+        })
+        .sum()
+}
+
+#[test]
+fn the_plan_bounds_the_heap_the_sweep_uses() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    for (n, d_psi, chi, devices) in [(16, 64, 32, 1), (16, 64, 32, 2), (12, 96, 48, 3)] {
+        let (h, psi) = stack(n, d_psi);
+        let layers: [&dyn Layer<f64>; 2] = [&h, &psi];
+        let options = SrcOptions::new(chi)
+            .with_seed(5)
+            .with_resources(Resources::cpu(devices));
+        let planned = planned_bytes(&plan(&layers, &options).unwrap());
+        // A first run starts the devices' thread pools, so the measured run sees the sweep.
+        let _ = src(&layers, &options).unwrap();
+        let before = LIVE.load(Ordering::Relaxed);
+        PEAK.store(before, Ordering::Relaxed);
+        let (result, _) = src(&layers, &options).unwrap();
+        let used = PEAK.load(Ordering::Relaxed) - before;
+        drop(result);
+        let ratio = planned as f64 / used as f64;
+        println!(
+            "n {n} D_psi {d_psi} chi {chi} G {devices}: planned {planned} B, heap peak {used} B \
+             (plan / peak {ratio:.2})"
+        );
+        // The plan is an upper bound of what the sweep holds at once, and not a loose one:
+        // within a factor 3 (it counts every spare buffer and every staging copy of the
+        // collectives at its largest, which the sweep seldom holds all at once).
+        assert!(
+            used as u64 <= planned,
+            "peak {used} B above the plan's {planned} B"
+        );
+        assert!(
+            ratio < 3.0,
+            "plan {planned} B is {ratio:.2}x the peak {used} B"
+        );
+    }
+}
+
+#[test]
+fn a_cap_too_small_is_refused_up_front_and_a_sufficient_one_runs() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let (h, psi) = stack(16, 128);
+    let layers: [&dyn Layer<f64>; 2] = [&h, &psi];
+    let options = SrcOptions::new(64).with_seed(1);
+    let on = |resources: Resources| options.clone().with_resources(resources);
+
+    let free = plan(&layers, &on(Resources::cpu(1))).unwrap();
+    let device_only: u64 = free
+        .placements()
+        .iter()
+        .filter(|p| p.object.slowest_tier() == Tier::Device)
+        .map(|p| p.bytes)
+        .sum();
+    println!("uncapped plan:\n{free}");
+    assert!(device_only > 4 * MIB, "the working set is {device_only} B");
+
+    // 4 MiB per device cannot hold the per-site working set: refused with the numbers.
+    let capped = on(Resources::cpu(1).with_device_memory_cap(4 * MIB));
+    let err = src(&layers, &capped).unwrap_err();
+    println!("4 MiB cap: {err}");
+    assert!(
+        matches!(err, SweepError::Plan(PlanError::DoesNotFit { .. })),
+        "{err}"
+    );
+    // The message names what did not fit, what it needed and what was free.
+    let text = err.to_string();
+    assert!(
+        text.contains("buffers' needs") && text.contains("free"),
+        "{err}"
+    );
+    assert!(matches!(plan(&layers, &capped), Err(SweepError::Plan(_))));
+
+    // A device cap that holds everything: the sweep runs within it, the same result.
+    let whole = free.used(Tier::Device).div_ceil(MIB) + 1;
+    let roomy = on(Resources::cpu(1).with_device_memory_cap(whole * MIB));
+    let (capped_result, _) = src(&layers, &roomy).unwrap();
+    let (free_result, _) = src(&layers, &on(Resources::cpu(1))).unwrap();
+    assert_eq!(capped_result.cores(), free_result.cores());
+
+    // Room for the working set only: the environments go to the host tier.
+    let tight = (device_only.div_ceil(MIB) + 1) * MIB;
+    let spilled = plan(
+        &layers,
+        &on(Resources::cpu(1).with_device_memory_cap(tight)),
+    )
+    .unwrap();
+    assert_eq!(spilled.tier_of("sketched environments"), Some(Tier::Host));
+    assert!(src(
+        &layers,
+        &on(Resources::cpu(1).with_device_memory_cap(tight))
+    )
+    .is_ok());
+
+    // And a host that cannot hold them either: the disk tier, which the sweep refuses.
+    let no_host = Resources::cpu(1)
+        .with_device_memory_cap(tight)
+        .with_host_memory_cap(tight + MIB);
+    let err = src(&layers, &on(no_host)).unwrap_err();
+    println!("no host room: {err}");
+    assert!(matches!(err, SweepError::NeedsDisk { .. }), "{err}");
+    assert!(
+        err.to_string()
+            .contains("out-of-core sweep not implemented yet"),
+        "{err}"
+    );
+}
