@@ -1,5 +1,7 @@
 //! Options of an evaluation, with documented defaults, and their validation.
 
+use tutti_backend::Resources;
+
 use crate::FmmError;
 
 /// The largest expansion order accepted.
@@ -52,6 +54,10 @@ pub struct FmmOptions {
     /// Items per chunk (M2L pairs, or P2P source bodies), overriding the size derived from
     /// the working memory. `None` by default. Must be >= 1.
     pub chunk_items: Option<usize>,
+    /// Where the evaluation runs: the devices (one rank each), their memory caps and the
+    /// scratch space. Default [`Resources::default`]: every GPU, else one simulated device
+    /// using all cores.
+    pub resources: Resources,
 }
 
 impl Default for FmmOptions {
@@ -65,6 +71,7 @@ impl Default for FmmOptions {
             far_field: Precision::F64,
             working_memory: None,
             chunk_items: None,
+            resources: Resources::default(),
         }
     }
 }
@@ -115,6 +122,12 @@ impl FmmOptions {
     /// Overrides the chunk size (items per chunk).
     pub fn with_chunk_items(mut self, items: usize) -> Self {
         self.chunk_items = Some(items);
+        self
+    }
+
+    /// Runs on these devices.
+    pub fn with_resources(mut self, resources: Resources) -> Self {
+        self.resources = resources;
         self
     }
 

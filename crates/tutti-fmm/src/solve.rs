@@ -3,21 +3,18 @@
 
 use std::time::Instant;
 
-use tutti_backend::Resources;
 use tutti_group::Group;
-use tutti_plan::{largest_chunk, Budget};
+use tutti_plan::{largest_chunk, Budget, Plan, Planner};
 
 use crate::basis::Basis;
 use crate::evaluate::{run_rank, RankOutput, Shared};
+use crate::memory::{plan_memory, Footprint};
 use crate::operators::LANES;
 use crate::options::{validate_bodies, FmmOptions, Precision};
 use crate::partition::Partition;
 use crate::traversal::InteractionLists;
 use crate::tree::Octree;
 use crate::FmmError;
-
-/// Default working memory per rank when the options leave it to the planner.
-const DEFAULT_WORKING_MEMORY: u64 = 256 << 20;
 
 /// Bytes staged per P2P source body: x, y, z and the strength in f64.
 const P2P_BYTES_PER_SOURCE: u64 = 32;
@@ -72,40 +69,35 @@ pub struct FmmInfo {
     pub evaluate_seconds: f64,
 }
 
-/// Evaluates the potential and acceleration of every body on one simulated device using all
-/// cores: [`evaluate`] with `Resources::cpu(1)`.
+/// Evaluates the potential and acceleration of every body, split among the devices of
+/// `options.resources` (one rank each; the default is one simulated device using all cores,
+/// or every GPU).
 ///
 /// `positions` (N, 3) and `masses` (N,) in any consistent units, G = 1; strengths may be
 /// negative (electrostatics).
-pub fn fmm(
-    positions: &[[f64; 3]],
-    masses: &[f64],
-    options: &FmmOptions,
-) -> Result<FmmOutput, FmmError> {
-    evaluate(&Resources::cpu(1), positions, masses, options)
-}
-
-/// Evaluates the potential and acceleration of every body, split among the devices of
-/// `resources` (one rank each).
 ///
 /// One tree and one set of interaction lists serve every rank; the target leaves are split
 /// along the Morton curve by estimated cost, each rank computes the multipoles of its own
 /// subtrees, receives those it needs from their owners, and evaluates its bodies. The result
 /// does not depend on the number of devices (the same operations in the same order).
 ///
+/// Before any work the large objects (tree, expansions, fields, working memory) are planned
+/// with `tutti-plan` ([`plan`] shows the table): a memory cap that cannot hold them is an
+/// error up front.
+///
 /// Errors: every bad option or input before any work ([`FmmError::InvalidArgument`],
 /// [`FmmError::LengthMismatch`], [`FmmError::NonFinite`]); device selection errors;
+/// [`FmmError::Plan`] when the devices or caps cannot hold the evaluation;
 /// [`FmmError::CoincidentBodies`] when two distinct bodies share a position and the softening
 /// is 0; and the first error of any rank.
-pub fn evaluate(
-    resources: &Resources,
+pub fn fmm(
     positions: &[[f64; 3]],
     masses: &[f64],
     options: &FmmOptions,
 ) -> Result<FmmOutput, FmmError> {
     options.validate()?;
     validate_bodies(positions, masses)?;
-    let group = Group::from_resources(resources)?;
+    let group = Group::from_resources(&options.resources)?;
     let ranks = group.size();
     let n = positions.len();
     if n == 0 {
@@ -123,21 +115,20 @@ pub fn evaluate(
     }
 
     let setup = Instant::now();
-    let tree = Octree::build(positions, masses, options.leaf_size, options.max_depth);
-    let basis = Basis::new(options.order);
-    // An M2L costs about as much as this many direct body pairs.
-    let direct_limit = basis.m2l.len() / 8;
-    let lists = InteractionLists::build(&tree, options.theta, direct_limit);
-    let partition = Partition::new(&tree, &lists, &basis, ranks);
+    let Setup {
+        tree,
+        basis,
+        lists,
+        partition,
+    } = Setup::build(positions, masses, options, ranks);
     let setup_seconds = setup.elapsed().as_secs_f64();
-
-    let working_memory = match options.working_memory {
-        Some(bytes) => bytes,
-        None => {
-            let budget = Budget::from_devices(group.devices(), resources)?;
-            (budget.device_bytes() / 4).min(DEFAULT_WORKING_MEMORY)
-        }
+    let footprint = Footprint {
+        tree: &tree,
+        lists: &lists,
+        basis: &basis,
+        partition: &partition,
     };
+    let working_memory = plan_memory(&footprint, group.devices(), options)?.working_memory;
     let derivative_bytes = match options.far_field {
         Precision::F32 => 4,
         _ => 8,
@@ -200,4 +191,56 @@ pub fn evaluate(
         accel,
         info,
     })
+}
+
+/// The memory plan of [`fmm`] on these bodies and options, without evaluating: the table
+/// `tutti fmm --plan` prints (`Display`). It builds the tree and the interaction lists, so
+/// it costs the evaluation's setup.
+///
+/// Errors: those of [`fmm`] before any rank runs, [`FmmError::Plan`] included.
+pub fn plan(
+    positions: &[[f64; 3]],
+    masses: &[f64],
+    options: &FmmOptions,
+) -> Result<Plan, FmmError> {
+    options.validate()?;
+    validate_bodies(positions, masses)?;
+    let group = Group::from_resources(&options.resources)?;
+    if positions.is_empty() {
+        let budget = Budget::from_devices(group.devices(), &options.resources)?;
+        return Ok(Planner::new(budget).plan(&[])?);
+    }
+    let setup = Setup::build(positions, masses, options, group.size());
+    let footprint = Footprint {
+        tree: &setup.tree,
+        lists: &setup.lists,
+        basis: &setup.basis,
+        partition: &setup.partition,
+    };
+    Ok(plan_memory(&footprint, group.devices(), options)?.plan)
+}
+
+/// What every rank shares: the tree, the basis, the interaction lists and the split.
+struct Setup {
+    tree: Octree,
+    basis: Basis,
+    lists: InteractionLists,
+    partition: Partition,
+}
+
+impl Setup {
+    fn build(positions: &[[f64; 3]], masses: &[f64], options: &FmmOptions, ranks: usize) -> Self {
+        let tree = Octree::build(positions, masses, options.leaf_size, options.max_depth);
+        let basis = Basis::new(options.order);
+        // An M2L costs about as much as this many direct body pairs.
+        let direct_limit = basis.m2l.len() / 8;
+        let lists = InteractionLists::build(&tree, options.theta, direct_limit);
+        let partition = Partition::new(&tree, &lists, &basis, ranks);
+        Self {
+            tree,
+            basis,
+            lists,
+            partition,
+        }
+    }
 }

@@ -4,7 +4,21 @@
 mod common;
 
 use tutti_backend::Resources;
-use tutti_fmm::{evaluate, FmmError, FmmOptions};
+use tutti_fmm::{fmm, FmmError, FmmOptions, FmmOutput};
+
+/// `fmm` on `devices` simulated devices.
+fn on(
+    devices: usize,
+    positions: &[[f64; 3]],
+    masses: &[f64],
+    options: &FmmOptions,
+) -> Result<FmmOutput, FmmError> {
+    fmm(
+        positions,
+        masses,
+        &options.clone().with_resources(Resources::cpu(devices)),
+    )
+}
 
 #[test]
 fn one_to_four_devices_agree() {
@@ -13,10 +27,9 @@ fn one_to_four_devices_agree() {
     positions.extend(cube);
     masses.extend(cube_masses.iter().map(|m| -0.1 * m));
     let options = FmmOptions::default();
-    let one = evaluate(&Resources::cpu(1), &positions, &masses, &options).expect("one device");
+    let one = on(1, &positions, &masses, &options).expect("one device");
     for devices in 2..=4 {
-        let many = evaluate(&Resources::cpu(devices), &positions, &masses, &options)
-            .expect("several devices");
+        let many = on(devices, &positions, &masses, &options).expect("several devices");
         assert_eq!(many.info.ranks, devices);
         assert!(
             many.info.leaves_per_rank.iter().all(|&l| l > 0),
@@ -46,13 +59,7 @@ fn one_to_four_devices_agree() {
 fn more_devices_than_leaves() {
     let positions = vec![[0.0, 0.0, 0.0], [1.0, 0.5, 0.25]];
     let masses = vec![1.0, 3.0];
-    let out = evaluate(
-        &Resources::cpu(4),
-        &positions,
-        &masses,
-        &FmmOptions::default(),
-    )
-    .expect("fmm");
+    let out = on(4, &positions, &masses, &FmmOptions::default()).expect("fmm");
     assert_eq!(out.potential[0], -3.0 / (1.0f64 + 0.25 + 0.0625).sqrt());
     assert_eq!(out.info.leaves_per_rank.iter().sum::<usize>(), 1);
 }
@@ -66,13 +73,8 @@ fn an_error_on_one_rank_surfaces() {
     positions.push([2.0, 2.0, 2.0]);
     masses.extend([1.0, 1.0]);
     for devices in 1..=3 {
-        let err = evaluate(
-            &Resources::cpu(devices),
-            &positions,
-            &masses,
-            &FmmOptions::default(),
-        )
-        .expect_err("coincident bodies");
+        let err = on(devices, &positions, &masses, &FmmOptions::default())
+            .expect_err("coincident bodies");
         match err {
             FmmError::CoincidentBodies { first, second, .. } => {
                 assert_eq!((first, second), (3000, 3001));
@@ -83,9 +85,9 @@ fn an_error_on_one_rank_surfaces() {
 }
 
 mod properties {
+    use super::on;
     use proptest::prelude::*;
-    use tutti_backend::Resources;
-    use tutti_fmm::{direct, evaluate, FmmOptions};
+    use tutti_fmm::{direct, FmmOptions};
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(24))]
@@ -115,9 +117,9 @@ mod properties {
                 .with_order(12)
                 .with_leaf_size(leaf_size)
                 .with_softening(1e-6);
-            let one = evaluate(&Resources::cpu(1), &positions, &masses, &options).expect("one");
+            let one = on(1, &positions, &masses, &options).expect("one");
             let many =
-                evaluate(&Resources::cpu(devices), &positions, &masses, &options).expect("many");
+                on(devices, &positions, &masses, &options).expect("many");
             prop_assert_eq!(&many.accel, &one.accel);
             prop_assert_eq!(&many.potential, &one.potential);
             // Error scales: the sums of |m_j| / r_ij^2 and |m_j| / r_ij (signed strengths
@@ -149,4 +151,56 @@ mod properties {
             }
         }
     }
+}
+
+#[test]
+fn device_requests_that_cannot_be_met_are_errors_before_any_work() {
+    use tutti_backend::DeviceRequest;
+    let (positions, masses) = common::uniform(500, 14);
+    let run = |resources: Resources| {
+        let options = FmmOptions::default().with_resources(resources);
+        let error = fmm(&positions, &masses, &options).expect_err("refused");
+        let plan_error = tutti_fmm::plan(&positions, &masses, &options).expect_err("refused");
+        assert_eq!(error.to_string(), plan_error.to_string());
+        error.to_string()
+    };
+    assert!(run(Resources::cpu(0)).contains("zero devices"));
+    let unknown = run(Resources::cpu(1).with_devices(DeviceRequest::Ordinals(vec![999])));
+    assert!(unknown.contains("999"), "{unknown}");
+    #[cfg(not(feature = "cuda"))]
+    assert!(run(Resources::gpu(1)).contains("cuda"));
+}
+
+#[test]
+fn a_device_cap_too_small_is_refused_with_the_numbers_and_a_fitting_one_runs() {
+    let (positions, masses) = common::uniform(4000, 15);
+    let options = FmmOptions::default().with_resources(Resources::cpu(2));
+    let plan = tutti_fmm::plan(&positions, &masses, &options).expect("plan");
+    let text = plan.to_string();
+    for object in [
+        "multipoles",
+        "local expansions",
+        "tree nodes",
+        "working memory",
+    ] {
+        assert!(text.contains(object), "{text}");
+    }
+    // Every object must be on the device tier: 64 KiB cannot hold 4000 bodies' tree and
+    // expansions (the multipoles alone are nodes x 120 terms x 8 bytes).
+    let capped = options
+        .clone()
+        .with_resources(Resources::cpu(2).with_device_memory_cap(64 << 10));
+    let error = fmm(&positions, &masses, &capped).expect_err("too small");
+    assert!(matches!(error, FmmError::Plan(_)), "{error}");
+    assert!(error.to_string().contains("multipoles"), "{error}");
+
+    // A cap of 64 MiB holds it; the answer is the uncapped one, bit for bit (the chunks are
+    // smaller, the operations and their order the same).
+    let roomy = options
+        .clone()
+        .with_resources(Resources::cpu(2).with_device_memory_cap(64 << 20));
+    let capped_out = fmm(&positions, &masses, &roomy).expect("fits");
+    let plain = fmm(&positions, &masses, &options).expect("plain");
+    assert_eq!(capped_out.accel, plain.accel);
+    assert_eq!(capped_out.potential, plain.potential);
 }
