@@ -27,6 +27,8 @@ static LIVE: AtomicUsize = AtomicUsize::new(0);
 static PEAK: AtomicUsize = AtomicUsize::new(0);
 static BIGGEST: AtomicUsize = AtomicUsize::new(0);
 
+// SAFETY: every call is forwarded to `System` with its arguments unchanged; the counters
+// are plain atomics and allocate nothing.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         // SAFETY: forwarded unchanged to the system allocator.
