@@ -19,11 +19,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         &BasisSet::load(basis_name)?,
         AngularKind::Spherical,
     )?;
-    let result = rhf(
-        &molecule,
-        &basis,
-        &ScfOptions::default().with_threads(threads),
-    )?;
+    let result = rhf(&molecule, &basis, &ScfOptions::default())?;
     let start = Instant::now();
     let engine = EriEngine::new(&basis);
     let setup = start.elapsed().as_secs_f64();
@@ -35,7 +31,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .num_threads(threads)
         .build()?;
     let start = Instant::now();
-    builder.threaded(result.density.as_ref(), Some(&pool));
+    pool.install(|| builder.threaded(result.density.as_ref()));
     let threaded = start.elapsed().as_secs_f64();
     println!(
         "nao {} E {:.10} iterations {} | pair setup {setup:.4} s | J/K serial {serial:.4} s, {threads} threads {threaded:.4} s | SCF {:.3} s",

@@ -36,7 +36,7 @@ pub fn water() -> Result<Molecule> {
 type LogGradient = BTreeMap<u32, Vec<Vec<f64>>>;
 
 fn scf_options() -> ScfOptions {
-    let mut scf = ScfOptions::default().with_threads(1);
+    let mut scf = ScfOptions::default().with_resources(tutti_backend::Resources::cpu(1));
     scf.energy_tolerance = 1e-12;
     scf.density_tolerance = 1e-10;
     scf

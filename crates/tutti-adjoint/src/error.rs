@@ -1,6 +1,9 @@
 //! The crate's error type.
 
 use thiserror::Error;
+use tutti_backend::BackendError;
+use tutti_group::{CommError, GroupError, RunError};
+use tutti_plan::PlanError;
 
 /// Everything that can go wrong in `tutti-adjoint`: bad input (named, with the expected value)
 /// or a computation that did not reach its target.
@@ -84,17 +87,43 @@ pub enum AdjointError {
     /// A linear-algebra step failed (an eigendecomposition that did not converge).
     #[error("linear algebra: {0}")]
     LinearAlgebra(String),
-    /// A dedicated thread pool larger than [`crate::max_threads`] was asked for.
-    #[error("threads = {requested} is too many: at most {limit} (4 per core, at least 64); use 0 for the global pool")]
-    TooManyThreads {
-        /// The thread count asked for.
-        requested: usize,
-        /// The largest count accepted on this machine ([`crate::max_threads`]).
-        limit: usize,
+    /// Selecting the devices or forming the group failed (zero devices, an unknown ordinal,
+    /// a GPU request without CUDA, a cap larger than a device).
+    #[error("devices: {0}")]
+    Group(#[from] GroupError),
+    /// A device operation failed (e.g. starting a device's thread pool).
+    #[error("device: {0}")]
+    Backend(#[from] BackendError),
+    /// A collective between the ranks failed (another rank's own error is reported instead
+    /// where there is one).
+    #[error("collective: {0}")]
+    Comm(#[from] CommError),
+    /// The memory plan cannot hold the run's large objects within the caps.
+    #[error("memory plan: {0}")]
+    Plan(#[from] PlanError),
+    /// A rank panicked (a bug: please report it).
+    #[error("rank {rank} panicked: {message}")]
+    RankPanicked {
+        /// The rank.
+        rank: usize,
+        /// The panic message.
+        message: String,
     },
-    /// A thread pool could not be started.
-    #[error("thread pool: {0}")]
-    ThreadPool(String),
+    /// A rank's thread could not be started.
+    #[error("rank {rank} could not start: {message}")]
+    RankStart {
+        /// The rank.
+        rank: usize,
+        /// The operating system's message.
+        message: String,
+    },
+    /// The failure a test asked for with [`crate::scf::Fault`] (never raised otherwise).
+    #[doc(hidden)]
+    #[error("injected fault on rank {rank}")]
+    InjectedFault {
+        /// The rank that failed.
+        rank: usize,
+    },
     /// A file could not be read.
     #[error("cannot read `{path}`: {message}")]
     Io {
@@ -107,6 +136,20 @@ pub enum AdjointError {
 
 /// Shorthand for results of this crate.
 pub type Result<T> = std::result::Result<T, AdjointError>;
+
+impl From<RunError<AdjointError>> for AdjointError {
+    /// The original error of the first failing rank, unwrapped.
+    fn from(err: RunError<AdjointError>) -> Self {
+        match err {
+            RunError::Failed { error, .. } => error,
+            RunError::Panicked { rank, message } => Self::RankPanicked { rank, message },
+            other => Self::RankStart {
+                rank: other.rank(),
+                message: other.to_string(),
+            },
+        }
+    }
+}
 
 /// An [`AdjointError::InvalidArgument`].
 pub(crate) fn invalid(argument: &'static str, message: impl Into<String>) -> AdjointError {

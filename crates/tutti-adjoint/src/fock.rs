@@ -1,13 +1,21 @@
 //! Coulomb (J) and exchange (K) matrices of a density, from ERIs computed on the fly (direct
 //! SCF) over unique shell quartets with 8-fold permutational symmetry and Schwarz screening.
 //!
-//! J_ij = sum_kl (ij|kl) P_kl and K_ij = sum_kl (ik|jl) P_kl for a symmetric P. Two paths:
+//! J_ij = sum_kl (ij|kl) P_kl and K_ij = sum_kl (ik|jl) P_kl for a symmetric P. Paths:
 //! - [`FockBuilder::serial`]: the reference, one loop over canonical quartets in order;
-//! - [`FockBuilder::threaded`]: bra shell pairs sorted by estimated cost (largest first) and
-//!   dealt round-robin into `4 * threads` task lists; rayon's work stealing runs the lists,
-//!   each folding into its own private J/K accumulators, which are then summed in list order.
-//!   The result depends on the thread count only through rounding, and repeated runs with
-//!   one thread count are bitwise identical.
+//! - [`FockBuilder::partial`]: one rank's share of a build split among `ranks`: the bra shell
+//!   pairs sorted by estimated cost (largest first, [`FockBuilder::bra_order`]) are dealt
+//!   round-robin to the ranks, and a rank's share round-robin into `4 * threads` task lists
+//!   of the current rayon pool (install a device's pool to choose it); rayon's work stealing
+//!   runs the lists, each folding into its own private J/K accumulators, which are then
+//!   summed in list order. The ranks' [`PartialCoulombExchange`]s are summed in rank order
+//!   (a group's `allreduce_sum` over [`PartialCoulombExchange::as_mut_slice`]) and
+//!   [`PartialCoulombExchange::finish`]ed;
+//! - [`FockBuilder::threaded`]: the whole build on the current pool (one rank's share of a
+//!   group of one).
+//!
+//! The result depends on the rank and thread counts only through rounding, and repeated runs
+//! with the same counts are bitwise identical.
 
 use faer::{Mat, MatRef};
 use rayon::prelude::*;
@@ -23,38 +31,42 @@ pub struct CoulombExchange {
     pub exchange: Mat<f64>,
 }
 
-/// Private accumulators of one task (row-major nao x nao, before symmetrization).
-struct Accumulator {
-    j: Vec<f64>,
-    k: Vec<f64>,
+/// Unsymmetrized J/K sums of part of a build: `[A | B]`, each row-major nao x nao, with
+/// J = (A + A^T) / 4 and K = (B + B^T) / 8 once every part is added (each unique quartet is
+/// added with its degeneracy, 1, 2, 4 or 8, to one of its symmetric partners).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PartialCoulombExchange {
+    nao: usize,
+    values: Vec<f64>,
 }
 
-impl Accumulator {
-    fn new(nao: usize) -> Self {
+impl PartialCoulombExchange {
+    /// All zero, for `nao` AOs.
+    pub fn zeros(nao: usize) -> Self {
         Self {
-            j: vec![0.0; nao * nao],
-            k: vec![0.0; nao * nao],
+            nao,
+            values: vec![0.0; 2 * nao * nao],
         }
     }
 
-    fn add(&mut self, other: &Accumulator) {
-        for (a, b) in self.j.iter_mut().zip(&other.j) {
-            *a += b;
-        }
-        for (a, b) in self.k.iter_mut().zip(&other.k) {
+    /// The `2 nao^2` sums (A then B), to be added element by element across parts.
+    pub fn as_mut_slice(&mut self) -> &mut [f64] {
+        &mut self.values
+    }
+
+    /// Adds another part, element by element.
+    pub fn add(&mut self, other: &PartialCoulombExchange) {
+        for (a, b) in self.values.iter_mut().zip(&other.values) {
             *a += b;
         }
     }
 
-    /// J = (A + A^T) / 4, K = (B + B^T) / 8: each unique quartet was added with its
-    /// degeneracy (1, 2, 4 or 8) to one of its symmetric partners.
-    fn finish(self, nao: usize) -> CoulombExchange {
-        let coulomb = Mat::from_fn(nao, nao, |i, j| {
-            0.25 * (self.j[i * nao + j] + self.j[j * nao + i])
-        });
-        let exchange = Mat::from_fn(nao, nao, |i, j| {
-            0.125 * (self.k[i * nao + j] + self.k[j * nao + i])
-        });
+    /// J and K of the sum of all parts.
+    pub fn finish(self) -> CoulombExchange {
+        let nao = self.nao;
+        let (j, k) = self.values.split_at(nao * nao);
+        let coulomb = Mat::from_fn(nao, nao, |a, b| 0.25 * (j[a * nao + b] + j[b * nao + a]));
+        let exchange = Mat::from_fn(nao, nao, |a, b| 0.125 * (k[a * nao + b] + k[b * nao + a]));
         CoulombExchange { coulomb, exchange }
     }
 }
@@ -94,48 +106,65 @@ impl<'e> FockBuilder<'e> {
     pub fn serial(&self, density: MatRef<'_, f64>) -> CoulombExchange {
         let nao = self.engine.nao();
         let density = flatten(density);
-        let mut accumulator = Accumulator::new(nao);
+        let mut accumulator = PartialCoulombExchange::zeros(nao);
         let mut workspace = EriWorkspace::new();
         for bra in 0..self.engine.pairs().len() {
             self.bra_pair(bra, &density, &mut accumulator, &mut workspace);
         }
-        accumulator.finish(nao)
+        accumulator.finish()
     }
 
-    /// The threaded path on `pool` (or on the current rayon pool, the global one unless
-    /// called inside another, when `pool` is `None`).
-    pub fn threaded(
+    /// The canonical bra pairs (indices into the engine's pairs), largest estimated cost
+    /// first: the order in which they are dealt to ranks and task lists.
+    pub fn bra_order(&self) -> &[usize] {
+        &self.order
+    }
+
+    /// The whole build on the current rayon pool: [`FockBuilder::partial`] of a group of one,
+    /// finished.
+    pub fn threaded(&self, density: MatRef<'_, f64>) -> CoulombExchange {
+        self.partial(density, 0, 1).finish()
+    }
+
+    /// Rank `rank`'s share of a build split among `ranks` (bra pairs `bra_order()[rank]`,
+    /// `[rank + ranks]`, ...), on the current rayon pool in `4 * threads` task lists.
+    /// Summing the parts of ranks `0..ranks` and finishing gives J and K. A `rank` at or
+    /// beyond `ranks` has an empty share (all zero).
+    pub fn partial(
         &self,
         density: MatRef<'_, f64>,
-        pool: Option<&rayon::ThreadPool>,
-    ) -> CoulombExchange {
-        match pool {
-            Some(pool) => pool.install(|| self.threaded_here(density)),
-            None => self.threaded_here(density),
-        }
-    }
-
-    fn threaded_here(&self, density: MatRef<'_, f64>) -> CoulombExchange {
+        rank: usize,
+        ranks: usize,
+    ) -> PartialCoulombExchange {
         let nao = self.engine.nao();
         let density = flatten(density);
-        let lists = (4 * rayon::current_num_threads()).clamp(1, self.order.len().max(1));
-        let partials: Vec<Accumulator> = (0..lists)
+        let share: Vec<usize> = self
+            .order
+            .iter()
+            .copied()
+            .skip(rank)
+            .step_by(ranks.max(1))
+            .collect();
+        let lists = (4 * rayon::current_num_threads()).clamp(1, share.len().max(1));
+        let partials: Vec<PartialCoulombExchange> = (0..lists)
             .into_par_iter()
             .map(|list| {
-                let mut accumulator = Accumulator::new(nao);
+                let mut accumulator = PartialCoulombExchange::zeros(nao);
                 let mut workspace = EriWorkspace::new();
-                for &bra in self.order.iter().skip(list).step_by(lists) {
+                for &bra in share.iter().skip(list).step_by(lists) {
                     self.bra_pair(bra, &density, &mut accumulator, &mut workspace);
                 }
                 accumulator
             })
             .collect();
         let mut partials = partials.into_iter();
-        let mut total = partials.next().unwrap_or_else(|| Accumulator::new(nao));
+        let mut total = partials
+            .next()
+            .unwrap_or_else(|| PartialCoulombExchange::zeros(nao));
         for partial in partials {
             total.add(&partial);
         }
-        total.finish(nao)
+        total
     }
 
     /// Adds every quartet (bra | ket), ket <= bra, of one bra pair.
@@ -143,7 +172,7 @@ impl<'e> FockBuilder<'e> {
         &self,
         bra: usize,
         density: &[f64],
-        accumulator: &mut Accumulator,
+        accumulator: &mut PartialCoulombExchange,
         workspace: &mut EriWorkspace,
     ) {
         let engine = self.engine;
@@ -164,8 +193,7 @@ impl<'e> FockBuilder<'e> {
             let block = engine.canonical_quartet(bra, ket, workspace);
             let (na, nb, nc, nd) = (counts[a], counts[b], counts[c], counts[d]);
             let (oa, ob, oc, od) = (offsets[a], offsets[b], offsets[c], offsets[d]);
-            let j = &mut accumulator.j;
-            let k = &mut accumulator.k;
+            let (j, k) = accumulator.values.split_at_mut(nao * nao);
             let mut index = 0;
             for i in oa..oa + na {
                 for jj in ob..ob + nb {

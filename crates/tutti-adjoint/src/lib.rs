@@ -9,11 +9,17 @@
 //! - [`integrals`]: S, T, V and ERIs (McMurchie–Davidson) over shells up to l = 4, spherical
 //!   or Cartesian, and over any function shell with its own Cartesian-to-output map (e.g.
 //!   the l + 2 exponent derivative of a primitive); [`boys`]: the Boys function.
-//! - [`fock`]: Coulomb and exchange matrices, serial reference and rayon-threaded over shell
-//!   pairs; [`scf`]: RHF with DIIS.
+//! - [`fock`]: Coulomb and exchange matrices, serial reference and a build split among
+//!   ranks (each rank's share of the shell pairs threaded on its device's pool);
+//!   [`scf`]: RHF with DIIS.
 //! - [`gradient`]: dE/d alpha_i and dE/d c_i for every primitive of every shell (PySCF's
-//!   parameter convention), a serial reference and a path threaded over shell pairs;
-//!   per-atom and per-element results, JSON.
+//!   parameter convention), a serial reference and a path split among ranks over shell
+//!   pairs; per-atom and per-element results, JSON.
+//! - Where it runs: [`ScfOptions::resources`] (a `tutti_backend::Resources`): one rank per
+//!   device, partial sums combined in rank order, so any device count gives the same bits
+//!   run to run and agrees with one device to rounding. [`plan`] / [`plan_gradient`] list
+//!   the large objects for `tutti-plan`; a run that does not fit the caps is refused before
+//!   any work.
 //!
 //! ```
 //! use tutti_adjoint::{rhf, AngularKind, Basis, BasisSet, Molecule, ScfOptions};
@@ -39,15 +45,18 @@ pub mod fock;
 pub mod gradient;
 pub mod integrals;
 pub mod molecule;
+mod plan;
 pub mod scf;
 pub mod summary;
 
 pub use basis::{AngularKind, Basis, BasisSet, Shell, ShellData};
 pub use error::{AdjointError, Result};
 pub use gradient::{
-    rhf_gradient, rhf_gradient_on_pool, ElementGradient, GradientOptions, GradientTimings,
-    RhfGradient, ShellGradient,
+    rhf_gradient, ElementGradient, GradientOptions, GradientTimings, RhfGradient, ShellGradient,
 };
 pub use molecule::{Atom, Molecule};
-pub use scf::{max_threads, rhf, rhf_on_pool, RhfResult, ScfOptions, Timings};
+pub use plan::{plan, plan_gradient};
+pub use scf::{rhf, RhfResult, ScfOptions, Timings};
+#[doc(hidden)]
+pub use scf::{Fault, FaultPoint};
 pub use summary::EnergySummary;

@@ -8,9 +8,19 @@
 //! than [`ScfOptions::energy_tolerance`] and no density element by more than
 //! [`ScfOptions::density_tolerance`].
 
+//!
+//! On a group of ranks ([`ScfOptions::resources`]) every rank runs this driver, replicated;
+//! each J/K build is split among the ranks ([`FockBuilder::partial`]: its share of the bra
+//! pairs, largest first, on its device's thread pool) and the partial sums are added in rank
+//! order (`allreduce_sum`), so every rank holds the same J and K bits. Each new density (and
+//! the final orbitals) is then taken from rank 0, so the ranks follow one trajectory even
+//! where their pools' sizes, and so their dense linear algebra's rounding, differ.
+
 use std::time::Instant;
 
 use faer::{Mat, MatRef, Side};
+use tutti_backend::Resources;
+use tutti_group::{Comm, Group};
 
 use crate::basis::Basis;
 use crate::error::{invalid, AdjointError, Result};
@@ -19,8 +29,8 @@ use crate::integrals::{kinetic, nuclear_attraction, overlap, EriEngine};
 use crate::molecule::Molecule;
 
 /// SCF settings. Defaults: energy 1e-10 Eh, density 1e-8, 128 iterations, 8 DIIS vectors,
-/// Schwarz threshold 1e-14, linear dependence 1e-9, `threads = 0` (the global rayon pool),
-/// threaded Fock build.
+/// Schwarz threshold 1e-14, linear dependence 1e-9, [`Resources::default`] (every GPU, else
+/// one simulated device owning all cores), threaded Fock build.
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct ScfOptions {
@@ -36,12 +46,56 @@ pub struct ScfOptions {
     pub schwarz_threshold: f64,
     /// Eigenvalues of S below this are dropped from the orthogonal basis.
     pub linear_dependence: f64,
-    /// Threads of the Fock build: 0 = the global rayon pool (`RAYON_NUM_THREADS` applies),
-    /// n >= 1 = a dedicated pool of n threads, at most [`max_threads`] (more is
-    /// [`AdjointError::TooManyThreads`]).
-    pub threads: usize,
-    /// Use the serial reference Fock build instead of the threaded one.
+    /// Where the run goes: one rank per selected device, each J/K build split among them
+    /// and threaded on each device's pool. Device-selection errors are
+    /// [`AdjointError::Group`]; a cap that cannot hold the run's objects
+    /// ([`crate::plan`]) is [`AdjointError::Plan`], before any work.
+    pub resources: Resources,
+    /// Use the serial reference Fock build (the whole build on every rank, on the rank's
+    /// thread, no split) instead of the split, threaded one.
     pub serial_fock: bool,
+    /// Test hook: make one rank fail or panic at a chosen point (see [`Fault`]). Always
+    /// `None` outside tests of the failure paths.
+    #[doc(hidden)]
+    pub fault: Option<Fault>,
+}
+
+/// A failure injected on one rank, for tests that an error or panic on one rank surfaces as
+/// itself with no hang. Not part of the stable API.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fault {
+    /// The rank that fails.
+    pub rank: usize,
+    /// Where it fails.
+    pub at: FaultPoint,
+    /// Panic instead of returning [`AdjointError::InjectedFault`].
+    pub panic: bool,
+}
+
+/// Where a [`Fault`] strikes.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FaultPoint {
+    /// Before the SCF's n-th J/K build (1-based), while the other ranks enter it.
+    FockBuild(usize),
+    /// Before the gradient's loops, after the SCF.
+    Gradient,
+}
+
+impl Fault {
+    /// Fails (or panics) when `rank` and `at` are this fault's.
+    pub(crate) fn strike(fault: Option<Fault>, rank: usize, at: FaultPoint) -> Result<()> {
+        match fault {
+            Some(fault) if fault.rank == rank && fault.at == at => {
+                if fault.panic {
+                    panic!("injected panic on rank {rank}");
+                }
+                Err(AdjointError::InjectedFault { rank })
+            }
+            _ => Ok(()),
+        }
+    }
 }
 
 impl Default for ScfOptions {
@@ -53,16 +107,24 @@ impl Default for ScfOptions {
             diis_vectors: 8,
             schwarz_threshold: 1e-14,
             linear_dependence: 1e-9,
-            threads: 0,
+            resources: Resources::default(),
             serial_fock: false,
+            fault: None,
         }
     }
 }
 
 impl ScfOptions {
-    /// The defaults with `threads` set.
-    pub fn with_threads(mut self, threads: usize) -> Self {
-        self.threads = threads;
+    /// These options running on `resources`.
+    pub fn with_resources(mut self, resources: Resources) -> Self {
+        self.resources = resources;
+        self
+    }
+
+    /// These options with a test fault (see [`Fault`]).
+    #[doc(hidden)]
+    pub fn with_fault(mut self, fault: Option<Fault>) -> Self {
+        self.fault = fault;
         self
     }
 
@@ -113,6 +175,8 @@ pub struct RhfResult {
     pub nao: usize,
     /// SCF iterations (Fock builds).
     pub iterations: usize,
+    /// Devices (ranks) the run was split among.
+    pub devices: usize,
     /// Last energy change, hartree.
     pub delta_energy: f64,
     /// Last largest density change.
@@ -121,66 +185,38 @@ pub struct RhfResult {
     pub timings: Timings,
 }
 
-/// Runs closed-shell RHF for `molecule` in `basis`.
+/// Runs closed-shell RHF for `molecule` in `basis` on the devices of `options.resources`.
 ///
 /// Errors: an odd electron count, more occupied orbitals than independent functions, bad
-/// options, a failed eigendecomposition, or [`AdjointError::NotConverged`].
+/// options, the devices ([`AdjointError::Group`]), a plan that does not fit the caps
+/// ([`AdjointError::Plan`], before any work), a failed eigendecomposition, or
+/// [`AdjointError::NotConverged`]. An error on one rank is returned as that rank's error.
 pub fn rhf(molecule: &Molecule, basis: &Basis, options: &ScfOptions) -> Result<RhfResult> {
     validate(options)?;
-    let pool = thread_pool(options.threads)?;
-    run(molecule, basis, options, pool.as_ref())
-}
-
-/// The most threads a dedicated pool may have: 4 per core the system reports
-/// (`std::thread::available_parallelism`, 1 if unknown), and never fewer than 64, so that a
-/// thread count portable across machines of modest size is always accepted. More threads only
-/// oversubscribe the cores; thousands cost seconds to start and can exhaust the process's
-/// thread limit.
-pub fn max_threads() -> usize {
-    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
-    cores.saturating_mul(4).max(64)
-}
-
-/// The pool that `threads` asks for: `None` (the current/global pool) for 0, else a dedicated
-/// pool of that many threads.
-///
-/// Errors: [`AdjointError::TooManyThreads`] above [`max_threads`], or the pool failing to
-/// start.
-pub(crate) fn thread_pool(threads: usize) -> Result<Option<rayon::ThreadPool>> {
-    let limit = max_threads();
-    match threads {
-        0 => Ok(None),
-        n if n > limit => Err(AdjointError::TooManyThreads {
-            requested: n,
-            limit,
-        }),
-        n => rayon::ThreadPoolBuilder::new()
-            .num_threads(n)
-            .build()
-            .map(Some)
-            .map_err(|err| AdjointError::ThreadPool(err.to_string())),
-    }
-}
-
-/// [`rhf`] with the threaded Fock build on a caller's pool (e.g. a device's,
-/// `tutti_backend::Device::thread_pool`); `options.threads` is ignored.
-pub fn rhf_on_pool(
-    molecule: &Molecule,
-    basis: &Basis,
-    options: &ScfOptions,
-    pool: &rayon::ThreadPool,
-) -> Result<RhfResult> {
-    validate(options)?;
-    run(molecule, basis, options, Some(pool))
-}
-
-fn run(
-    molecule: &Molecule,
-    basis: &Basis,
-    options: &ScfOptions,
-    pool: Option<&rayon::ThreadPool>,
-) -> Result<RhfResult> {
+    occupied_orbitals(molecule)?;
+    let group = Group::from_resources(&options.resources)?;
+    crate::plan::check(
+        &group,
+        &options.resources,
+        crate::plan::scf_objects(basis, options, group.devices()),
+    )?;
     let start = Instant::now();
+    let engine = EriEngine::new(basis);
+    let setup = Setup::new(molecule, basis, options, &engine, start)?;
+    let results = group.run(|comm| scf_rank(comm, &setup, options))?;
+    first_rank(results)
+}
+
+/// Rank 0's result of a group run (every rank returns the same bits).
+pub(crate) fn first_rank<R>(results: Vec<R>) -> Result<R> {
+    results.into_iter().next().ok_or_else(|| {
+        // A group has at least one rank (Group::new refuses none).
+        invalid("resources", "no rank returned a result")
+    })
+}
+
+/// Doubly occupied orbitals of a closed-shell `molecule`; an odd electron count is an error.
+pub(crate) fn occupied_orbitals(molecule: &Molecule) -> Result<usize> {
     let electrons = molecule.electron_count();
     if !electrons.is_multiple_of(2) {
         return Err(invalid(
@@ -188,51 +224,137 @@ fn run(
             format!("{electrons} electrons; closed-shell RHF needs an even count"),
         ));
     }
-    let occupied = electrons / 2;
-    let s = overlap(basis);
-    let h = kinetic(basis) + nuclear_attraction(basis, molecule);
-    let engine = EriEngine::new(basis);
-    let builder = FockBuilder::new(&engine, options.schwarz_threshold);
-    let x = orthogonalizer(s.as_ref(), options.linear_dependence)?;
-    if occupied > x.ncols() {
-        return Err(invalid(
-            "basis",
-            format!(
-                "{occupied} occupied orbitals but only {} independent functions",
-                x.ncols()
-            ),
-        ));
+    Ok(electrons / 2)
+}
+
+/// What every rank's SCF reads, built once before the ranks start: one-electron matrices,
+/// the orthogonalizer and the J/K builder over a shared ERI engine.
+pub(crate) struct Setup<'e> {
+    s: Mat<f64>,
+    h: Mat<f64>,
+    x: Mat<f64>,
+    builder: FockBuilder<'e>,
+    occupied: usize,
+    nuclear_repulsion: f64,
+    nao: usize,
+    /// When the run started (before the engine was built).
+    start: Instant,
+    /// Seconds spent in setup (the engine included).
+    seconds: f64,
+}
+
+impl<'e> Setup<'e> {
+    /// The setup of `molecule` in `basis` over `engine` (whose basis shells are `basis`'s),
+    /// the run having started at `start`.
+    pub(crate) fn new(
+        molecule: &Molecule,
+        basis: &Basis,
+        options: &ScfOptions,
+        engine: &'e EriEngine,
+        start: Instant,
+    ) -> Result<Self> {
+        let occupied = occupied_orbitals(molecule)?;
+        let s = overlap(basis);
+        let h = kinetic(basis) + nuclear_attraction(basis, molecule);
+        let builder = FockBuilder::new(engine, options.schwarz_threshold);
+        let x = orthogonalizer(s.as_ref(), options.linear_dependence)?;
+        if occupied > x.ncols() {
+            return Err(invalid(
+                "basis",
+                format!(
+                    "{occupied} occupied orbitals but only {} independent functions",
+                    x.ncols()
+                ),
+            ));
+        }
+        Ok(Self {
+            s,
+            h,
+            x,
+            builder,
+            occupied,
+            nuclear_repulsion: molecule.nuclear_repulsion(),
+            nao: basis.nao(),
+            start,
+            seconds: start.elapsed().as_secs_f64(),
+        })
     }
-    let nuclear_repulsion = molecule.nuclear_repulsion();
+}
+
+/// Makes every rank's `matrix` a copy of rank 0's (a no-op on a group of one).
+fn agree(comm: &Comm<'_>, matrix: &mut Mat<f64>) -> Result<()> {
+    if comm.size() == 1 {
+        return Ok(());
+    }
+    let (rows, cols) = (matrix.nrows(), matrix.ncols());
+    let mut values: Vec<f64> = (0..cols)
+        .flat_map(|j| (0..rows).map(move |i| (i, j)))
+        .map(|(i, j)| matrix[(i, j)])
+        .collect();
+    comm.broadcast_slice(0, &mut values)?;
+    *matrix = Mat::from_fn(rows, cols, |i, j| values[j * rows + i]);
+    Ok(())
+}
+
+/// One rank's SCF: the replicated driver, with each J/K build split among the ranks of
+/// `comm` and threaded on the rank's device pool.
+pub(crate) fn scf_rank(
+    comm: &Comm<'_>,
+    setup: &Setup<'_>,
+    options: &ScfOptions,
+) -> Result<RhfResult> {
+    let pool = comm.device().thread_pool()?;
+    let (rank, ranks) = (comm.rank(), comm.size());
+    let Setup {
+        s,
+        h,
+        x,
+        builder,
+        occupied,
+        nuclear_repulsion,
+        ..
+    } = setup;
+    let (occupied, nuclear_repulsion) = (*occupied, *nuclear_repulsion);
     let mut timings = Timings {
-        setup: start.elapsed().as_secs_f64(),
+        setup: setup.seconds,
         ..Timings::default()
     };
 
-    let (_, guess) = diagonalize(h.as_ref(), x.as_ref())?;
-    let mut density = density_of(guess.as_ref(), occupied);
+    let mut density = pool.install(|| {
+        diagonalize(h.as_ref(), x.as_ref()).map(|(_, guess)| density_of(guess.as_ref(), occupied))
+    })?;
+    agree(comm, &mut density)?;
     let mut diis = Diis::new(options.diis_vectors);
     let mut previous_energy = f64::NAN;
     let mut delta_energy = f64::INFINITY;
     let mut delta_density = f64::INFINITY;
     for iteration in 1..=options.max_iterations {
+        Fault::strike(options.fault, rank, FaultPoint::FockBuild(iteration))?;
         let fock_start = Instant::now();
         let CoulombExchange { coulomb, exchange } = if options.serial_fock {
             builder.serial(density.as_ref())
         } else {
-            builder.threaded(density.as_ref(), pool)
+            let mut partial = pool.install(|| builder.partial(density.as_ref(), rank, ranks));
+            comm.allreduce_sum(partial.as_mut_slice())?;
+            partial.finish()
         };
         timings.fock += fock_start.elapsed().as_secs_f64();
         timings.fock_builds += 1;
-        let fock = &h + &coulomb - exchange * 0.5;
-        let electronic_energy = 0.5 * trace_product(density.as_ref(), (&h + &fock).as_ref());
+        let fock = h + &coulomb - exchange * 0.5;
+        let electronic_energy = 0.5 * trace_product(density.as_ref(), (h + &fock).as_ref());
         let energy = electronic_energy + nuclear_repulsion;
         if iteration > 1 {
             delta_energy = (energy - previous_energy).abs();
         }
         if delta_energy < options.energy_tolerance && delta_density < options.density_tolerance {
-            let (orbital_energies, coefficients) = diagonalize(fock.as_ref(), x.as_ref())?;
-            timings.total = start.elapsed().as_secs_f64();
+            let (orbital_energies, mut coefficients) =
+                pool.install(|| diagonalize(fock.as_ref(), x.as_ref()))?;
+            agree(comm, &mut coefficients)?;
+            let mut orbital_energies = orbital_energies;
+            if ranks > 1 {
+                comm.broadcast_slice(0, &mut orbital_energies)?;
+            }
+            timings.total = setup.start.elapsed().as_secs_f64();
             return Ok(RhfResult {
                 energy,
                 electronic_energy,
@@ -241,20 +363,24 @@ fn run(
                 coefficients,
                 density,
                 occupied,
-                nao: basis.nao(),
+                nao: setup.nao,
                 iterations: iteration,
+                devices: ranks,
                 delta_energy,
                 delta_density,
                 timings,
             });
         }
         previous_energy = energy;
-        let fps = &fock * &density * &s;
-        let commutator = &fps - fps.transpose();
-        let error = x.transpose() * &commutator * &x;
-        let extrapolated = diis.extrapolate(fock, error);
-        let (_, coefficients) = diagonalize(extrapolated.as_ref(), x.as_ref())?;
-        let next = density_of(coefficients.as_ref(), occupied);
+        let mut next = pool.install(|| {
+            let fps = &fock * &density * s;
+            let commutator = &fps - fps.transpose();
+            let error = x.transpose() * &commutator * x;
+            let extrapolated = diis.extrapolate(fock, error);
+            diagonalize(extrapolated.as_ref(), x.as_ref())
+                .map(|(_, coefficients)| density_of(coefficients.as_ref(), occupied))
+        })?;
+        agree(comm, &mut next)?;
         delta_density = max_abs_difference(next.as_ref(), density.as_ref());
         density = next;
     }
@@ -267,7 +393,7 @@ fn run(
     })
 }
 
-fn validate(options: &ScfOptions) -> Result<()> {
+pub(crate) fn validate(options: &ScfOptions) -> Result<()> {
     let positive = |name: &'static str, value: f64| {
         if value.is_finite() && value > 0.0 {
             Ok(())

@@ -1,6 +1,7 @@
 //! Behaviour through the public API: names, files, and clear errors for bad input.
 
 use tutti_adjoint::{rhf, AdjointError, AngularKind, Basis, BasisSet, Molecule, ScfOptions};
+use tutti_backend::Resources;
 
 fn water() -> Molecule {
     Molecule::from_xyz("3\nwater\nO 0 0 0\nH 0 0.7569503 0.5858823\nH 0 -0.7569503 0.5858823\n")
@@ -36,7 +37,7 @@ fn nwchem_file_gives_the_same_energy_as_the_shipped_name() {
     std::fs::write(&path, include_str!("../data/basis/6-31g.nw")).unwrap();
     let from_file = BasisSet::load(path.to_str().unwrap()).unwrap();
     std::fs::remove_file(&path).unwrap();
-    let options = ScfOptions::default().with_threads(1);
+    let options = ScfOptions::default().with_resources(Resources::cpu(1));
     let a = rhf(
         &molecule,
         &Basis::new(&molecule, &shipped, AngularKind::Spherical).unwrap(),
@@ -93,7 +94,7 @@ fn serial_and_threaded_scf_agree_and_cartesian_runs() {
     let threaded = rhf(
         &molecule,
         &spherical,
-        &ScfOptions::default().with_threads(3),
+        &ScfOptions::default().with_resources(Resources::cpu(3)),
     )
     .unwrap();
     assert!((serial.energy - threaded.energy).abs() < 1e-11);
@@ -104,23 +105,6 @@ fn serial_and_threaded_scf_agree_and_cartesian_runs() {
     // Six Cartesian d functions contain an extra s-type combination: the variational energy
     // can only go down.
     assert!(cart.energy < serial.energy);
-}
-
-#[test]
-fn runs_on_a_device_thread_pool() {
-    let devices = tutti_backend::Resources::cpu(1).select().unwrap();
-    let pool = devices[0].thread_pool().unwrap();
-    let molecule = water();
-    let basis = Basis::new(
-        &molecule,
-        &BasisSet::named("sto-3g").unwrap(),
-        AngularKind::Spherical,
-    )
-    .unwrap();
-    let on_device =
-        tutti_adjoint::rhf_on_pool(&molecule, &basis, &ScfOptions::default(), pool).unwrap();
-    let plain = rhf(&molecule, &basis, &ScfOptions::default().with_threads(1)).unwrap();
-    assert!((on_device.energy - plain.energy).abs() < 1e-12);
 }
 
 #[test]
@@ -142,41 +126,4 @@ fn an_xyz_count_the_lines_cannot_hold_is_refused_before_allocating() {
     assert!(Molecule::from_xyz("2\nx\nH 0 0 0\nH 0 0 1\n\n\n").is_ok());
     let error = Molecule::from_xyz("1\nx\nH 0 0 0\nH 0 0 1\n").unwrap_err();
     assert!(error.to_string().contains("more atoms"), "{error}");
-}
-
-#[test]
-fn thread_counts_beyond_the_limit_are_errors_naming_it() {
-    use tutti_adjoint::{max_threads, rhf_gradient, GradientOptions};
-    let molecule = Molecule::from_bohr(&[("H", [0.0; 3]), ("H", [0.0, 0.0, 1.4])]).unwrap();
-    let basis = Basis::new(
-        &molecule,
-        &BasisSet::named("sto-3g").unwrap(),
-        AngularKind::Spherical,
-    )
-    .unwrap();
-    let limit = max_threads();
-    assert!(limit >= 64);
-    let error = rhf(
-        &molecule,
-        &basis,
-        &ScfOptions::default().with_threads(20000),
-    )
-    .unwrap_err();
-    assert!(
-        matches!(error, AdjointError::TooManyThreads { requested: 20000, limit: l } if l == limit),
-        "{error}"
-    );
-    assert!(error.to_string().contains(&limit.to_string()), "{error}");
-    let error = rhf_gradient(
-        &molecule,
-        &basis,
-        &GradientOptions::default().with_threads(20000),
-    )
-    .unwrap_err();
-    assert!(
-        matches!(error, AdjointError::TooManyThreads { .. }),
-        "{error}"
-    );
-    // A count within the limit still runs.
-    assert!(rhf(&molecule, &basis, &ScfOptions::default().with_threads(2)).is_ok());
 }

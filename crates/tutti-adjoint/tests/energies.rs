@@ -5,6 +5,7 @@
 mod common;
 
 use tutti_adjoint::{rhf, AngularKind, ScfOptions};
+use tutti_backend::Resources;
 
 fn check_energy(name: &str) {
     let case = common::load(name);
@@ -15,7 +16,12 @@ fn check_energy(name: &str) {
         AngularKind::Spherical
     };
     let basis = case.basis(kind);
-    let result = rhf(&molecule, &basis, &ScfOptions::default().with_threads(2)).unwrap();
+    let result = rhf(
+        &molecule,
+        &basis,
+        &ScfOptions::default().with_resources(Resources::cpu(2)),
+    )
+    .unwrap();
     let error = (result.energy - case.f64("e_rhf")).abs();
     println!(
         "{name}: nao {}, E = {:.12} Eh, |E - E_pyscf| = {error:.2e} Eh, {} iterations, {:.3} s",
@@ -91,7 +97,12 @@ fn single_atoms_in_the_shipped_cc_pvdz() {
         let basis = tutti_adjoint::Basis::new(&atom, &set, AngularKind::Spherical).unwrap();
         let reference = &case.json["energies"][symbol];
         assert_eq!(basis.nao() as u64, reference["nao"].as_u64().unwrap());
-        let result = rhf(&atom, &basis, &ScfOptions::default().with_threads(2)).unwrap();
+        let result = rhf(
+            &atom,
+            &basis,
+            &ScfOptions::default().with_resources(Resources::cpu(2)),
+        )
+        .unwrap();
         let error = (result.energy - reference["e_rhf"].as_f64().unwrap()).abs();
         println!(
             "{symbol}/cc-pvdz: E = {:.12} Eh, |E - E_pyscf| = {error:.2e} Eh",

@@ -101,14 +101,46 @@ fn threaded_matches_serial_at_every_thread_count() {
             .num_threads(threads)
             .build()
             .unwrap();
-        let threaded = builder.threaded(p.as_ref(), Some(&pool));
+        let threaded = pool.install(|| builder.threaded(p.as_ref()));
         let dj = max_difference(&threaded.coulomb, &serial.coulomb) / scale;
         let dk = max_difference(&threaded.exchange, &serial.exchange) / scale;
         println!("{threads} threads: relative |dJ| {dj:.2e}, |dK| {dk:.2e}");
         assert!(dj < 1e-13 && dk < 1e-13, "{threads} threads: {dj:e} {dk:e}");
         // Repeated runs with one thread count are bitwise identical.
-        let again = builder.threaded(p.as_ref(), Some(&pool));
+        let again = pool.install(|| builder.threaded(p.as_ref()));
         assert_eq!(max_difference(&again.coulomb, &threaded.coulomb), 0.0);
         assert_eq!(max_difference(&again.exchange, &threaded.exchange), 0.0);
+    }
+}
+
+#[test]
+fn rank_shares_sum_to_the_whole_build() {
+    // The parts of 1 to 4 ranks, each on a pool of its own, summed in rank order, match the
+    // serial reference; a group of one is the threaded build's bits.
+    let case = common::load("h2o_631g");
+    let basis = case.basis(AngularKind::Spherical);
+    let engine = EriEngine::new(&basis);
+    let builder = FockBuilder::new(&engine, 1e-14);
+    let p = density(basis.nao());
+    let serial = builder.serial(p.as_ref());
+    let scale = max_abs(&serial.coulomb).max(max_abs(&serial.exchange));
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .build()
+        .unwrap();
+    let whole = pool.install(|| builder.threaded(p.as_ref()));
+    let one = pool.install(|| builder.partial(p.as_ref(), 0, 1)).finish();
+    assert_eq!(max_difference(&one.coulomb, &whole.coulomb), 0.0);
+    assert_eq!(max_difference(&one.exchange, &whole.exchange), 0.0);
+    for ranks in 1..=4 {
+        let mut total = pool.install(|| builder.partial(p.as_ref(), 0, ranks));
+        for rank in 1..ranks {
+            total.add(&pool.install(|| builder.partial(p.as_ref(), rank, ranks)));
+        }
+        let total = total.finish();
+        let dj = max_difference(&total.coulomb, &serial.coulomb) / scale;
+        let dk = max_difference(&total.exchange, &serial.exchange) / scale;
+        println!("{ranks} ranks: relative |dJ| {dj:.2e}, |dK| {dk:.2e}");
+        assert!(dj < 1e-13 && dk < 1e-13, "{ranks} ranks: {dj:e} {dk:e}");
     }
 }

@@ -9,9 +9,15 @@
 //! dE/dc_i (module `normalization`). The r^2 functions are Cartesian shells of l + 2 mapped
 //! onto the shell's AOs ([`crate::integrals::functions::FunctionShell`]).
 //!
+//!
+//! On a group of ranks (`scf.resources`) every rank runs the SCF (see [`crate::scf`]), then
+//! takes its share of the canonical shell-pair tasks (largest first, dealt round-robin to the
+//! ranks) on its device's pool; the partial primitive terms are added in rank order
+//! (`allreduce_sum`), so any device count gives the same bits run to run.
+//!
 //! Public API (the CLI, C ABI and Python wrappers use exactly these names):
-//! [`GradientOptions`] (`scf`, `serial`), [`rhf_gradient`], [`rhf_gradient_on_pool`],
-//! [`RhfGradient`] (`energy`, `shells`, `iterations`, `threads`, `timings`) with
+//! [`GradientOptions`] (`scf`, `serial`), [`rhf_gradient`],
+//! [`RhfGradient`] (`energy`, `shells`, `iterations`, `devices`, `timings`) with
 //! [`RhfGradient::per_element`] and [`RhfGradient::to_json`], [`ShellGradient`],
 //! [`ElementGradient`], [`GradientTimings`].
 
@@ -26,6 +32,8 @@ use std::time::Instant;
 
 use faer::Mat;
 use serde::Serialize;
+use tutti_backend::Resources;
+use tutti_group::{Comm, Group};
 
 use self::accumulate::PrimitiveTerms;
 use self::terms::Inputs;
@@ -35,11 +43,13 @@ use crate::integrals::eri::EriEngine;
 use crate::integrals::functions::FunctionShell;
 use crate::integrals::one_electron::point_charges;
 use crate::molecule::Molecule;
-use crate::scf::{rhf, rhf_on_pool, RhfResult, ScfOptions};
+use crate::scf::{
+    first_rank, occupied_orbitals, scf_rank, validate, Fault, FaultPoint, RhfResult, ScfOptions,
+    Setup,
+};
 
-/// Gradient settings: the SCF's options (its `threads` also sizes the gradient's loops: one
-/// pool for everything; 0 = the global rayon pool so `RAYON_NUM_THREADS` applies) and which
-/// implementation runs.
+/// Gradient settings: the SCF's options (its `resources` also run the gradient's loops: the
+/// same ranks and device pools) and which implementation runs.
 ///
 /// Default: [`ScfOptions::default`] with the density tolerance tightened to
 /// [`GradientOptions::DENSITY_TOLERANCE`] (the gradient is first order in the density's
@@ -47,10 +57,11 @@ use crate::scf::{rhf, rhf_on_pool, RhfResult, ScfOptions};
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct GradientOptions {
-    /// SCF settings; `scf.threads` is the thread count of every loop.
+    /// SCF settings; `scf.resources` are the devices of every loop.
     pub scf: ScfOptions,
-    /// Run the serial reference implementation of the gradient's loops (plain loops on the
-    /// calling thread) instead of the threaded one. The SCF before it is the same either way
+    /// Run the serial reference implementation of the gradient's loops (plain loops on each
+    /// rank's thread, every rank doing all of it, no split) instead of the split, threaded
+    /// one. The SCF before it is the same either way
     /// (`scf.serial_fock` selects its serial Fock build).
     pub serial: bool,
 }
@@ -74,9 +85,9 @@ impl GradientOptions {
     /// iterations) and 3e-9 with 1e-10 (three to six more).
     pub const DENSITY_TOLERANCE: f64 = 1e-9;
 
-    /// Sets the thread count (0 = the global rayon pool).
-    pub fn with_threads(mut self, threads: usize) -> Self {
-        self.scf.threads = threads;
+    /// These options running on `resources` (the SCF's and the gradient's loops).
+    pub fn with_resources(mut self, resources: Resources) -> Self {
+        self.scf.resources = resources;
         self
     }
 
@@ -145,61 +156,46 @@ pub struct RhfGradient {
     pub shells: Vec<ShellGradient>,
     /// SCF iterations.
     pub iterations: usize,
-    /// Threads asked for (0 = the global rayon pool).
-    pub threads: usize,
+    /// Devices (ranks) the run was split among.
+    pub devices: usize,
     /// Where the time went.
     pub timings: GradientTimings,
 }
 
 /// Runs RHF for `molecule` in `basis`, then the analytic gradient of its energy with respect
-/// to every exponent and library coefficient of every shell. `options.scf.threads` sizes one
-/// pool used by the SCF's Fock builds and every gradient loop (0 = the global rayon pool).
+/// to every exponent and library coefficient of every shell, on the devices of
+/// `options.scf.resources` (the SCF's J/K builds and every gradient loop split among them).
 ///
-/// Errors: those of [`crate::rhf`], or a thread pool that cannot be built.
+/// Errors: those of [`crate::rhf`]; the plan ([`crate::plan_gradient`]) is checked before any
+/// work.
 pub fn rhf_gradient(
     molecule: &Molecule,
     basis: &Basis,
     options: &GradientOptions,
 ) -> Result<RhfGradient> {
-    let pool = crate::scf::thread_pool(options.scf.threads)?;
-    run(molecule, basis, options, pool.as_ref())
-}
-
-/// [`rhf_gradient`] on a caller's pool (`None` = the current/global pool), e.g. a simulated
-/// device's; `options.scf.threads` is then only reported.
-pub fn rhf_gradient_on_pool(
-    molecule: &Molecule,
-    basis: &Basis,
-    options: &GradientOptions,
-    pool: Option<&rayon::ThreadPool>,
-) -> Result<RhfGradient> {
-    run(molecule, basis, options, pool)
-}
-
-fn run(
-    molecule: &Molecule,
-    basis: &Basis,
-    options: &GradientOptions,
-    pool: Option<&rayon::ThreadPool>,
-) -> Result<RhfGradient> {
+    validate(&options.scf)?;
+    occupied_orbitals(molecule)?;
+    let group = Group::from_resources(&options.scf.resources)?;
+    crate::plan::check(
+        &group,
+        &options.scf.resources,
+        crate::plan::gradient_objects(basis, options, group.devices()),
+    )?;
     let start = Instant::now();
-    let mut timings = GradientTimings::default();
-    let mut scf_options = options.scf.clone();
-    // The SCF runs on the gradient's pool (or the current one): never a second pool. It is
-    // the same SCF for both implementations (`scf.serial_fock` chooses its Fock build), so
-    // the two gradients differ only by their own rounding.
-    scf_options.threads = 0;
-    let scf = match pool {
-        Some(pool) => rhf_on_pool(molecule, basis, &scf_options, pool)?,
-        None => rhf(molecule, basis, &scf_options)?,
+    let (derivative_sets, first_primitive) = derivative_sets(basis);
+    // One engine for both: its basis pairs serve the SCF, its extra sets the gradient.
+    let engine = EriEngine::with_sets(basis, derivative_sets);
+    let setup = Setup::new(molecule, basis, &options.scf, &engine, start)?;
+    let shared = Shared {
+        molecule,
+        engine: &engine,
+        first_primitive: &first_primitive,
+        setup: &setup,
+        options,
+        start,
     };
-    timings.scf = start.elapsed().as_secs_f64();
-    let terms = match pool {
-        Some(pool) if !options.serial => {
-            pool.install(|| primitive_terms(molecule, basis, &scf, options, &mut timings))
-        }
-        _ => primitive_terms(molecule, basis, &scf, options, &mut timings),
-    };
+    let results = group.run(|comm| gradient_rank(comm, &shared))?;
+    let (scf, terms, mut timings) = first_rank(results)?;
     let reduction = Instant::now();
     let mut shells = Vec::with_capacity(basis.shells().len());
     let mut first = 0;
@@ -226,22 +222,24 @@ fn run(
         energy: scf.energy,
         shells,
         iterations: scf.iterations,
-        threads: options.scf.threads,
+        devices: group.size(),
         timings,
     })
 }
 
-/// (Y_i, X_i) of every primitive: the densities, then the overlap, core-Hamiltonian and
-/// two-electron loops of the chosen implementation, on the current pool.
-fn primitive_terms(
-    molecule: &Molecule,
-    basis: &Basis,
-    scf: &RhfResult,
-    options: &GradientOptions,
-    timings: &mut GradientTimings,
-) -> PrimitiveTerms {
-    let densities = Instant::now();
-    let (density, energy_weighted) = densities_of(scf);
+/// What every rank of a gradient run reads.
+struct Shared<'a> {
+    molecule: &'a Molecule,
+    engine: &'a EriEngine,
+    first_primitive: &'a [usize],
+    setup: &'a Setup<'a>,
+    options: &'a GradientOptions,
+    start: Instant,
+}
+
+/// One derivative set per primitive of every shell (shell order, then primitive order), and
+/// the first flat primitive index of each shell (one more entry: the total).
+fn derivative_sets(basis: &Basis) -> (Vec<FunctionShell>, Vec<usize>) {
     let mut first_primitive = vec![0];
     let mut derivative_sets = Vec::new();
     for shell in basis.shells() {
@@ -256,26 +254,77 @@ fn primitive_terms(
         }
         first_primitive.push(first_primitive[first_primitive.len() - 1] + shell.exponents.len());
     }
+    (derivative_sets, first_primitive)
+}
+
+/// One rank of a gradient run: the SCF, then this rank's share of the primitive terms,
+/// summed over the ranks in rank order.
+fn gradient_rank(
+    comm: &Comm<'_>,
+    shared: &Shared<'_>,
+) -> Result<(RhfResult, PrimitiveTerms, GradientTimings)> {
+    let options = shared.options;
+    let mut timings = GradientTimings::default();
+    // The SCF is the same for both implementations (`scf.serial_fock` chooses its Fock
+    // build), so the two gradients differ only by their own rounding.
+    let scf = scf_rank(comm, shared.setup, &options.scf)?;
+    timings.scf = shared.start.elapsed().as_secs_f64();
+    Fault::strike(options.scf.fault, comm.rank(), FaultPoint::Gradient)?;
+    let pool = comm.device().thread_pool()?;
+    let (rank, ranks) = (comm.rank(), comm.size());
+    let mut terms = if options.serial {
+        primitive_terms(shared, &scf, None, &mut timings)
+    } else {
+        pool.install(|| primitive_terms(shared, &scf, Some((rank, ranks)), &mut timings))
+    };
+    if ranks > 1 && !options.serial {
+        let clock = Instant::now();
+        let count = terms.raised.len();
+        let mut flat = std::mem::take(&mut terms.raised);
+        flat.append(&mut terms.plain);
+        comm.allreduce_sum(&mut flat)?;
+        terms.plain = flat.split_off(count);
+        terms.raised = flat;
+        timings.fock += clock.elapsed().as_secs_f64();
+    }
+    Ok((scf, terms, timings))
+}
+
+/// (Y_i, X_i) of every primitive: the densities, then the overlap, core-Hamiltonian and
+/// two-electron loops of the chosen implementation, on the current pool: the serial loops
+/// when `share` is `None`, else the tasks of rank `share.0` of `share.1` (its part of the
+/// sum over the ranks).
+fn primitive_terms(
+    shared: &Shared<'_>,
+    scf: &RhfResult,
+    share: Option<(usize, usize)>,
+    timings: &mut GradientTimings,
+) -> PrimitiveTerms {
+    let densities = Instant::now();
+    let (density, energy_weighted) = densities_of(scf);
     timings.fock += densities.elapsed().as_secs_f64();
     let setup = Instant::now();
-    let engine = EriEngine::with_sets(basis, derivative_sets);
     let inputs = Inputs {
-        engine: &engine,
-        first_primitive,
+        engine: shared.engine,
+        first_primitive: shared.first_primitive.to_vec(),
         density,
         energy_weighted,
-        charges: point_charges(molecule),
-        threshold: options.scf.schwarz_threshold,
+        charges: point_charges(shared.molecule),
+        threshold: shared.options.scf.schwarz_threshold,
     };
-    let order = if options.serial {
-        Vec::new()
-    } else {
-        parallel::task_order(&inputs)
+    let order: Vec<(usize, usize)> = match share {
+        None => Vec::new(),
+        Some((rank, ranks)) => parallel::task_order(&inputs)
+            .into_iter()
+            .skip(rank)
+            .step_by(ranks.max(1))
+            .collect(),
     };
     timings.two_electron += setup.elapsed().as_secs_f64();
+    let serial = share.is_none();
 
     let clock = Instant::now();
-    let mut totals = if options.serial {
+    let mut totals = if serial {
         serial::one_electron(&inputs, |s, i, b| inputs.overlap(s, i, b))
     } else {
         parallel::one_electron(&inputs, &order, |s, i, b| inputs.overlap(s, i, b))
@@ -283,7 +332,7 @@ fn primitive_terms(
     timings.overlap = clock.elapsed().as_secs_f64();
 
     let clock = Instant::now();
-    let core = if options.serial {
+    let core = if serial {
         serial::one_electron(&inputs, |s, i, b| inputs.core_hamiltonian(s, i, b))
     } else {
         parallel::one_electron(&inputs, &order, |s, i, b| inputs.core_hamiltonian(s, i, b))
@@ -291,7 +340,7 @@ fn primitive_terms(
     timings.core_hamiltonian = clock.elapsed().as_secs_f64();
 
     let clock = Instant::now();
-    let two_electron = if options.serial {
+    let two_electron = if serial {
         serial::two_electron(&inputs)
     } else {
         parallel::two_electron(&inputs, &order)

@@ -83,7 +83,7 @@ impl RhfGradient {
         Ok(per_atom)
     }
 
-    /// The JSON document of `tutti adjoint gradient`: `energy`, `iterations`, `threads`,
+    /// The JSON document of `tutti adjoint gradient`: `energy`, `iterations`, `devices`,
     /// `timings`, `basis` (the basis name given), `atoms` (a list over atoms of {`atom`,
     /// `symbol`, `shells`: [{`l`, `exponents`, `coefficients`, `grad_exponents`,
     /// `grad_coefficients`}]}, shells in the basis's order) and `elements` (the per-element
@@ -129,7 +129,7 @@ impl RhfGradient {
         let document = json!({
             "energy": self.energy,
             "iterations": self.iterations,
-            "threads": self.threads,
+            "devices": self.devices,
             "timings": self.timings,
             "basis_name": basis_name,
             "basis": atoms,

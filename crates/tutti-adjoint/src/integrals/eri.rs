@@ -257,6 +257,25 @@ impl EriEngine {
         }
     }
 
+    /// Bytes held by the canonical pairs' tables (patterns, row starts, and per primitive
+    /// pair its values, exponent, centre, bound and vector headers).
+    #[cfg(test)]
+    pub(crate) fn pair_data_bytes(&self) -> u64 {
+        let word = std::mem::size_of::<usize>() as u64;
+        self.pairs
+            .iter()
+            .map(|pair| {
+                let tables = (pair.pattern.len() + pair.row_starts.len()) as u64 * word;
+                let primitives: u64 = pair
+                    .primitives
+                    .iter()
+                    .map(|p| (p.values.len() + p.signed_values.len()) as u64 * 8 + 5 * 8 + 6 * word)
+                    .sum();
+                tables + primitives
+            })
+            .sum()
+    }
+
     /// The canonical shell pairs, indexed by [`pair_index`].
     pub fn pairs(&self) -> &[ShellPair] {
         &self.pairs

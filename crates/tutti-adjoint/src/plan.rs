@@ -1,0 +1,221 @@
+//! The memory plan of a run: the large objects of the SCF (and the gradient) for
+//! `tutti-plan`, placed on the devices before any work, or refused with the planner's
+//! numbers.
+//!
+//! Every object lives in the rank's (device's) memory while the run works on it, so each is
+//! allowed on the device tier only: a cap that cannot hold them is an error up front, never
+//! ignored. Objects built once and read by every rank (the ERI engine's shell pairs, S, H,
+//! X) are `shared`; each rank's working matrices and partial sums are `per device`.
+
+use tutti_backend::{Device, Resources};
+use tutti_group::Group;
+use tutti_plan::{Budget, ObjectSpec, Plan, Planner, Tier};
+
+use crate::basis::Basis;
+use crate::error::Result;
+use crate::gradient::GradientOptions;
+use crate::integrals::cartesian::components;
+use crate::molecule::Molecule;
+use crate::scf::{validate, ScfOptions};
+
+const F64: u64 = std::mem::size_of::<f64>() as u64;
+
+/// The plan of [`crate::rhf`] for `molecule` in `basis` on the devices of
+/// `options.resources`: where each large object goes, or the refusal [`crate::rhf`] would
+/// give (an [`crate::AdjointError::Plan`] with the numbers). Prints as a table.
+///
+/// Errors: bad options, the devices ([`crate::AdjointError::Group`]), or the plan not fitting.
+pub fn plan(molecule: &Molecule, basis: &Basis, options: &ScfOptions) -> Result<Plan> {
+    validate(options)?;
+    let _ = molecule;
+    let group = Group::from_resources(&options.resources)?;
+    check(
+        &group,
+        &options.resources,
+        scf_objects(basis, options, group.devices()),
+    )
+}
+
+/// The plan of [`crate::rhf_gradient`]: the SCF's objects and the gradient's (see [`plan`]).
+pub fn plan_gradient(
+    molecule: &Molecule,
+    basis: &Basis,
+    options: &GradientOptions,
+) -> Result<Plan> {
+    validate(&options.scf)?;
+    let _ = molecule;
+    let group = Group::from_resources(&options.scf.resources)?;
+    check(
+        &group,
+        &options.scf.resources,
+        gradient_objects(basis, options, group.devices()),
+    )
+}
+
+/// Places `objects` on `group`'s devices within `resources`' caps.
+pub(crate) fn check(
+    group: &Group,
+    resources: &Resources,
+    objects: Vec<ObjectSpec>,
+) -> Result<Plan> {
+    let budget = Budget::from_devices(group.devices(), resources)?;
+    Ok(Planner::new(budget).plan(&objects)?)
+}
+
+/// The SCF's large objects on `devices` (one rank each).
+pub(crate) fn scf_objects(
+    basis: &Basis,
+    options: &ScfOptions,
+    devices: &[Device],
+) -> Vec<ObjectSpec> {
+    let nao = basis.nao() as u64;
+    let matrix = nao * nao * F64;
+    let ranks = devices.len().max(1) as u64;
+    let shells = basis.shells().len() as u64;
+    let pairs = shells * (shells + 1) / 2;
+    let threads = devices.iter().map(Device::threads).max().unwrap_or(1) as u64;
+    // A rank's share of the bra pairs is dealt into 4 * threads task lists, each with its
+    // own J/K accumulators; the serial build has one.
+    let task_lists = if options.serial_fock {
+        1
+    } else {
+        (4 * threads).clamp(1, pairs.div_ceil(ranks).max(1))
+    };
+    let device = |object: ObjectSpec| object.no_slower_than(Tier::Device);
+    let mut objects = vec![
+        device(ObjectSpec::shared(
+            "ERI shell-pair data",
+            pair_data_bytes(basis),
+            1,
+        )),
+        device(ObjectSpec::shared(
+            "one-electron matrices (S, H, X)",
+            matrix,
+            3,
+        )),
+        device(ObjectSpec::per_device(
+            "SCF matrices (P, next P, F, J, K)",
+            matrix,
+            5,
+        )),
+        device(ObjectSpec::per_device(
+            "J/K task accumulators",
+            2 * matrix,
+            task_lists,
+        )),
+    ];
+    if options.diis_vectors >= 2 {
+        objects.push(device(ObjectSpec::per_device(
+            "DIIS history (Fock and error matrices)",
+            matrix,
+            2 * options.diis_vectors as u64,
+        )));
+    }
+    if ranks > 1 && !options.serial_fock {
+        // The rank's partial J/K and, at the reducing rank, one incoming block per rank.
+        objects.push(device(ObjectSpec::per_device(
+            "J/K rank partial and reduction blocks",
+            2 * matrix,
+            1 + ranks,
+        )));
+    }
+    objects
+}
+
+/// The gradient run's large objects on `devices`: the SCF's, then the gradient's densities,
+/// task contributions and per-rank partial sums.
+pub(crate) fn gradient_objects(
+    basis: &Basis,
+    options: &GradientOptions,
+    devices: &[Device],
+) -> Vec<ObjectSpec> {
+    let mut objects = scf_objects(basis, &options.scf, devices);
+    let nao = basis.nao() as u64;
+    let ranks = devices.len().max(1) as u64;
+    let shells = basis.shells().len() as u64;
+    let primitives: u64 = basis
+        .shells()
+        .iter()
+        .map(|s| s.exponents.len() as u64)
+        .sum();
+    let device = |object: ObjectSpec| object.no_slower_than(Tier::Device);
+    objects.push(device(
+        ObjectSpec::per_device("gradient densities (P, W)", nao * nao * F64, 2).first_used_at(1),
+    ));
+    // Each canonical shell pair's task returns one (primitive, [raised, plain]) entry per
+    // primitive of each side: every primitive against every shell, split among the ranks.
+    let entries = if options.serial {
+        0
+    } else {
+        (primitives * shells).div_ceil(ranks)
+    };
+    if entries > 0 {
+        let entry = std::mem::size_of::<(usize, [f64; 2])>() as u64;
+        objects.push(device(
+            ObjectSpec::per_device("gradient task contributions", entry, entries).first_used_at(1),
+        ));
+    }
+    // Overlap, core-Hamiltonian and two-electron terms, and the reduction's flat buffer and
+    // incoming blocks.
+    objects.push(device(
+        ObjectSpec::per_device("gradient primitive terms", 2 * primitives * F64, 4 + ranks)
+            .first_used_at(1),
+    ));
+    objects
+}
+
+/// Bytes of the ERI engine's canonical shell-pair tables: per pair the Hermite pattern and
+/// row starts, per primitive pair the expansion values twice (plain and signed), its
+/// exponent, centre and bound (an upper bound: pairs with a zero weight are dropped).
+pub(crate) fn pair_data_bytes(basis: &Basis) -> u64 {
+    let usize_bytes = std::mem::size_of::<usize>() as u64;
+    let shells = basis.shells();
+    let mut total = 0u64;
+    for (a, shell_a) in shells.iter().enumerate() {
+        let monomials_a = components(shell_a.l);
+        for shell_b in &shells[..=a] {
+            let monomials_b = components(shell_b.l);
+            let pattern: u64 = monomials_a
+                .iter()
+                .flat_map(|ca| {
+                    monomials_b
+                        .iter()
+                        .map(move |cb| (0..3).map(|x| (ca[x] + cb[x] + 1) as u64).product::<u64>())
+                })
+                .sum();
+            let rows = (monomials_a.len() * monomials_b.len() + 1) as u64;
+            let primitive_pairs = (shell_a.exponents.len() * shell_b.exponents.len()) as u64;
+            // exponent, centre, bound, and two vector headers.
+            let primitive_fixed = 5 * F64 + 6 * usize_bytes;
+            total += (pattern + rows) * usize_bytes
+                + primitive_pairs * (2 * pattern * F64 + primitive_fixed);
+        }
+    }
+    total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::basis::{AngularKind, BasisSet};
+    use crate::integrals::EriEngine;
+
+    #[test]
+    fn pair_data_estimate_bounds_the_engine_tables() {
+        let water = Molecule::from_xyz(
+            "3\nwater\nO 0 0 0\nH 0 0.7569503 0.5858823\nH 0 -0.7569503 0.5858823\n",
+        )
+        .expect("valid XYZ");
+        let basis = Basis::new(
+            &water,
+            &BasisSet::named("cc-pvdz").expect("shipped"),
+            AngularKind::Spherical,
+        )
+        .expect("covered");
+        let estimate = pair_data_bytes(&basis);
+        let actual = EriEngine::new(&basis).pair_data_bytes();
+        assert!(estimate >= actual, "{estimate} < {actual}");
+        // Only the dropped zero-weight pairs and vector headers differ.
+        assert!(estimate <= actual * 2, "{estimate} vs {actual}");
+    }
+}
