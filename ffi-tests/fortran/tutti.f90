@@ -36,6 +36,8 @@ module tutti
     integer(c_int), parameter, public :: TUTTI_KIND_AUTO = 2
 
     integer(c_int), parameter, public :: TUTTI_MAX_SIMULATED_DEVICES = 256
+    ! TuttiResources.devices: every GPU, or one simulated device using all cores
+    integer(c_int), parameter, public :: TUTTI_ALL_DEVICES = -1
 
     ! TuttiDeviceInfo. free_bytes and total_bytes are uint64_t in C; Fortran has no unsigned
     ! integers, and no device has 2**63 bytes.
