@@ -238,14 +238,315 @@ enum Owner {
     Both,
 }
 
-/// The contraction of [`Tensor::contract_as`], with `a` conjugated when `conj_a`.
+/// How one contraction of [`Tensor::contract_as`] runs: the planning half of
+/// [`contract_strided`] (axis fusion, loop order, permutations), its execution half
+/// [`ContractionPlan::execute`] (the GEMM loop).
 ///
-/// Plan: the result's axes (those of extent 1 ignored) end in two runs, one of `a`'s free
-/// axes and one of `b`'s (either order, either may be empty); every result axis before
-/// them is a loop (batch axes and further free axes), one GEMM per loop index on strided
-/// views: `a` (m x k), `b` (k x n), into the result's block for that index (contiguous, so
-/// loop indices write disjoint blocks). `a` or `b` is permuted into GEMM order only when its
-/// axes do not fuse into those matrices as they lie.
+/// The result's axes (those of extent 1 ignored) end in two runs, one of `a`'s free axes
+/// and one of `b`'s (either order, either may be empty); every result axis before them is a
+/// loop (batch axes and further free axes), one GEMM per loop index on strided views: `a`
+/// (m x k), `b` (k x n), into the result's block for that index (contiguous, so loop indices
+/// write disjoint blocks). Summed axes that do not fuse in both operands are accumulation
+/// loops (`k_loops`); `a` or `b` is permuted into GEMM order (`a_order`, `b_order`) only when
+/// its axes do not fuse into those matrices as they lie.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ContractionPlan {
+    /// The result's axes and dimensions.
+    out: Vec<Axis>,
+    out_dims: Vec<usize>,
+    /// Result axes looped over, one GEMM (or accumulation) per index.
+    loops: Vec<Axis>,
+    /// `a`'s free run (the GEMM's rows) and `b`'s (its columns).
+    m_axes: Vec<Axis>,
+    n_axes: Vec<Axis>,
+    /// Summed axes looped over (accumulated in order), then those fused into k.
+    k_loops: Vec<Axis>,
+    k_axes: Vec<Axis>,
+    /// Whether `a`'s run is the innermost of the result (each block m x n column-major).
+    transposed: bool,
+    /// The axis orders `a` and `b` are permuted into first, where they do not fuse as they lie.
+    a_order: Option<Vec<Axis>>,
+    b_order: Option<Vec<Axis>>,
+}
+
+/// The dimension of `axis` in `a` or else `b`.
+fn dim_in<T>(a: &Tensor<T>, b: &Tensor<T>, axis: Axis) -> usize {
+    position(&a.axes, axis)
+        .map(|i| a.dims[i])
+        .or_else(|| position(&b.axes, axis).map(|i| b.dims[i]))
+        .unwrap_or_else(|| panic!("result axis {axis:?} in neither operand"))
+}
+
+impl ContractionPlan {
+    /// The plan of `a` times `b` into a result with axes `out` (as [`Tensor::contract_as`]).
+    pub fn new<T: Scalar>(a: &Tensor<T>, b: &Tensor<T>, out: &[Axis]) -> Self {
+        let dim_of = |axis: Axis| dim_in(a, b, axis);
+        let out_dims: Vec<usize> = out.iter().map(|&x| dim_of(x)).collect();
+        let owner = |axis: Axis| match (a.axes.contains(&axis), b.axes.contains(&axis)) {
+            (true, false) => Owner::A,
+            (false, true) => Owner::B,
+            _ => Owner::Both,
+        };
+        // The result's axes with extent, and its trailing runs.
+        let live: Vec<Axis> = out
+            .iter()
+            .zip(&out_dims)
+            .filter(|&(_, &d)| d != 1)
+            .map(|(&x, _)| x)
+            .collect();
+        let mut split = live.len();
+        let mut runs: Vec<(Owner, usize, usize)> = Vec::new();
+        for _ in 0..2 {
+            let Some(&last) = live[..split].last() else {
+                break;
+            };
+            let who = owner(last);
+            if who == Owner::Both || runs.iter().any(|r| r.0 == who) {
+                break;
+            }
+            let end = split;
+            while split > 0 && owner(live[split - 1]) == who {
+                split -= 1;
+            }
+            runs.push((who, split, end));
+        }
+        let loops: Vec<Axis> = live[..split].to_vec();
+        let run_of = |who: Owner| {
+            runs.iter()
+                .find(|r| r.0 == who)
+                .map_or(Vec::new(), |r| live[r.1..r.2].to_vec())
+        };
+        let (m_axes, n_axes) = (run_of(Owner::A), run_of(Owner::B));
+        // The result is [loops.., b's run, a's run] when a's run is the innermost: the block per
+        // loop index is then m x n column-major.
+        let transposed = runs.first().is_some_and(|r| r.0 == Owner::A);
+        let summed_a: Vec<Axis> = a
+            .axes
+            .iter()
+            .zip(&a.dims)
+            .filter(|&(x, &d)| d != 1 && b.axes.contains(x) && !out.contains(x))
+            .map(|(&x, _)| x)
+            .collect();
+        let summed_b: Vec<Axis> = b
+            .axes
+            .iter()
+            .zip(&b.dims)
+            .filter(|&(x, &d)| d != 1 && a.axes.contains(x) && !out.contains(x))
+            .map(|(&x, _)| x)
+            .collect();
+        debug_assert!(
+            a.axes
+                .iter()
+                .chain(&b.axes)
+                .all(|x| out.contains(x) || (a.axes.contains(x) && b.axes.contains(x))),
+            "an axis of one operand only is missing from the result"
+        );
+
+        // Fuse the groups as the operands lie. Summed axes that do not fuse become accumulation
+        // loops (a few large GEMMs added up in a fixed order); where that would take many small
+        // GEMMs, or a free run does not fuse, the operand is permuted into GEMM order.
+        let a_strides = c_strides(&a.dims);
+        let b_strides = c_strides(&b.dims);
+        let fuses = |t: &Tensor<T>, strides: &[usize], axes: &[Axis]| {
+            fuse(axes, &t.axes, &t.dims, strides).is_some()
+        };
+        let m_fits = fuses(a, &a_strides, &m_axes);
+        let n_fits = fuses(b, &b_strides, &n_axes);
+        // For an order of the summed axes: how many leading ones must loop so that the rest fuse
+        // in both operands.
+        let split_of = |order: &[Axis]| {
+            (0..=order.len())
+                .find(|&j| fuses(a, &a_strides, &order[j..]) && fuses(b, &b_strides, &order[j..]))
+                .unwrap_or(order.len())
+        };
+        let loop_count =
+            |order: &[Axis], j: usize| -> usize { order[..j].iter().map(|&x| dim_of(x)).product() };
+        let (split_a, split_b) = (split_of(&summed_a), split_of(&summed_b));
+        let (mut k_order, mut k_split) =
+            if loop_count(&summed_a, split_a) <= loop_count(&summed_b, split_b) {
+                (summed_a.clone(), split_a)
+            } else {
+                (summed_b.clone(), split_b)
+            };
+        const MAX_ACCUMULATION_LOOPS: usize = 16;
+        let gemm_order = |t: &Tensor<T>, inner: [&[Axis]; 2]| -> Vec<Axis> {
+            let mut order: Vec<Axis> = loops
+                .iter()
+                .copied()
+                .filter(|x| t.axes.contains(x))
+                .collect();
+            order.extend(inner.iter().flat_map(|g| g.iter().copied()));
+            let rest: Vec<Axis> = t
+                .axes
+                .iter()
+                .copied()
+                .filter(|x| !order.contains(x))
+                .collect();
+            order.extend(rest);
+            order
+        };
+        let (mut a_order, mut b_order) = (None, None);
+        if !m_fits || !n_fits || loop_count(&k_order, k_split) > MAX_ACCUMULATION_LOOPS {
+            let own_a = fuses(a, &a_strides, &summed_a);
+            let own_b = fuses(b, &b_strides, &summed_b);
+            // Keep the summed axes in the order of an operand where they already fuse, and
+            // permute what does not fit (the smaller operand when both could move).
+            k_order = if own_a && (!own_b || a.data.len() >= b.data.len()) {
+                summed_a.clone()
+            } else if own_b {
+                summed_b.clone()
+            } else {
+                summed_a.clone()
+            };
+            k_split = 0;
+            if !m_fits || !fuses(a, &a_strides, &k_order) {
+                a_order = Some(gemm_order(a, [&m_axes, &k_order]));
+            }
+            if !n_fits || !fuses(b, &b_strides, &k_order) {
+                b_order = Some(gemm_order(b, [&k_order, &n_axes]));
+            }
+        }
+        Self {
+            out: out.to_vec(),
+            out_dims,
+            loops,
+            m_axes,
+            n_axes,
+            k_loops: k_order[..k_split].to_vec(),
+            k_axes: k_order[k_split..].to_vec(),
+            transposed,
+            a_order,
+            b_order,
+        }
+    }
+
+    /// Runs the plan on the operands it was made for, `a` conjugated when `conj_a`: the
+    /// permutations it calls for, then the GEMM loop, the result in a buffer from `buffers`.
+    pub fn execute<T: Scalar>(
+        &self,
+        a: &Tensor<T>,
+        conj_a: bool,
+        b: &Tensor<T>,
+        par: Par,
+        buffers: &mut Buffers<T>,
+    ) -> Tensor<T> {
+        let Self {
+            out,
+            out_dims,
+            loops,
+            m_axes,
+            n_axes,
+            k_loops,
+            k_axes,
+            transposed,
+            a_order,
+            b_order,
+        } = self;
+        let (out_dims, transposed) = (out_dims.clone(), *transposed);
+        let dim_of = |axis: Axis| dim_in(a, b, axis);
+        let a_perm = a_order.as_ref().map(|order| a.permuted(order));
+        let b_perm = b_order.as_ref().map(|order| b.permuted(order));
+        let a = a_perm.as_ref().unwrap_or(a);
+        let b = b_perm.as_ref().unwrap_or(b);
+        let a_strides = c_strides(&a.dims);
+        let b_strides = c_strides(&b.dims);
+        let group = |axes: &[Axis], t: &Tensor<T>, strides: &[usize]| {
+            fuse(axes, &t.axes, &t.dims, strides)
+                .unwrap_or_else(|| panic!("axes {axes:?} do not fuse after permutation"))
+        };
+        let (m, a_m) = group(m_axes, a, &a_strides);
+        let (k, a_k) = group(k_axes, a, &a_strides);
+        let (k_b, b_k) = group(k_axes, b, &b_strides);
+        let (n, b_n) = group(n_axes, b, &b_strides);
+        debug_assert_eq!(k, k_b);
+
+        let total: usize = out_dims.iter().product();
+        let mut data = buffers.take(total);
+        if total == 0 || k == 0 {
+            // Nothing to multiply: an empty result, or a sum over an empty range.
+            data.iter_mut().for_each(|x| *x = T::zero());
+            return Tensor::new(data, out_dims, out.clone());
+        }
+        let block = m * n;
+        let stride_in = |t: &Tensor<T>, strides: &[usize], axis: Axis| {
+            position(&t.axes, axis).map_or(0, |i| strides[i])
+        };
+        // Per loop index: the offsets into a and b; per accumulation index likewise.
+        let offsets = |axes: &[Axis]| -> Vec<(usize, usize)> {
+            let dims: Vec<usize> = axes.iter().map(|&x| dim_of(x)).collect();
+            let count: usize = dims.iter().product();
+            (0..count)
+                .map(|index| {
+                    let (mut offset_a, mut offset_b, mut rest) = (0usize, 0usize, index);
+                    for axis in (0..axes.len()).rev() {
+                        let i = rest % dims[axis];
+                        rest /= dims[axis];
+                        offset_a += i * stride_in(a, &a_strides, axes[axis]);
+                        offset_b += i * stride_in(b, &b_strides, axes[axis]);
+                    }
+                    (offset_a, offset_b)
+                })
+                .collect()
+        };
+        let loop_offsets = offsets(loops);
+        let sum_offsets = offsets(k_loops);
+        let count = loop_offsets.len();
+        debug_assert_eq!(count * block, total);
+        // Many small GEMMs run one per thread; one large GEMM uses the threads itself.
+        let inner_par = if count > 1 { Par::Seq } else { par };
+        let (dst_rs, dst_cs) = if transposed { (1, m) } else { (n, 1) };
+        let gemm = |index: usize, dst: &mut [T]| {
+            let (offset_a, offset_b) = loop_offsets[index];
+            let mut dst = strided_mut(dst, m, n, dst_rs, dst_cs);
+            for (step, &(sum_a, sum_b)) in sum_offsets.iter().enumerate() {
+                let lhs = strided_ref(&a.data[offset_a + sum_a..], m, k, a_m, a_k);
+                let rhs = strided_ref(&b.data[offset_b + sum_b..], k, n, b_k, b_n);
+                let accum = if step == 0 {
+                    Accum::Replace
+                } else {
+                    Accum::Add
+                };
+                if conj_a && T::COMPLEX {
+                    matmul(
+                        dst.rb_mut(),
+                        accum,
+                        lhs.conjugate(),
+                        rhs,
+                        T::one(),
+                        inner_par,
+                    );
+                } else {
+                    matmul(dst.rb_mut(), accum, lhs, rhs, T::one(), inner_par);
+                }
+            }
+        };
+        match par {
+            Par::Rayon(threads) if count > 1 && threads.get() > 1 => {
+                use rayon::prelude::*;
+                let per = count.div_ceil(threads.get());
+                data.par_chunks_mut(block * per)
+                    .enumerate()
+                    .for_each(|(chunk, blocks)| {
+                        for (j, dst) in blocks.chunks_mut(block).enumerate() {
+                            gemm(chunk * per + j, dst);
+                        }
+                    });
+            }
+            _ => {
+                for (index, dst) in data.chunks_mut(block).enumerate() {
+                    gemm(index, dst);
+                }
+            }
+        }
+        for temporary in [a_perm, b_perm].into_iter().flatten() {
+            buffers.give(temporary.data);
+        }
+        Tensor::new(data, out_dims, out.clone())
+    }
+}
+
+/// The contraction of [`Tensor::contract_as`], with `a` conjugated when `conj_a`: its
+/// [`ContractionPlan`], executed.
 pub(crate) fn contract_strided<T: Scalar>(
     a: &Tensor<T>,
     conj_a: bool,
@@ -254,235 +555,7 @@ pub(crate) fn contract_strided<T: Scalar>(
     par: Par,
     buffers: &mut Buffers<T>,
 ) -> Tensor<T> {
-    let dim_of = |axis: Axis| {
-        position(&a.axes, axis)
-            .map(|i| a.dims[i])
-            .or_else(|| position(&b.axes, axis).map(|i| b.dims[i]))
-            .unwrap_or_else(|| panic!("result axis {axis:?} in neither operand"))
-    };
-    let out_dims: Vec<usize> = out.iter().map(|&x| dim_of(x)).collect();
-    let owner = |axis: Axis| match (a.axes.contains(&axis), b.axes.contains(&axis)) {
-        (true, false) => Owner::A,
-        (false, true) => Owner::B,
-        _ => Owner::Both,
-    };
-    // The result's axes with extent, and its trailing runs.
-    let live: Vec<Axis> = out
-        .iter()
-        .zip(&out_dims)
-        .filter(|&(_, &d)| d != 1)
-        .map(|(&x, _)| x)
-        .collect();
-    let mut split = live.len();
-    let mut runs: Vec<(Owner, usize, usize)> = Vec::new();
-    for _ in 0..2 {
-        let Some(&last) = live[..split].last() else {
-            break;
-        };
-        let who = owner(last);
-        if who == Owner::Both || runs.iter().any(|r| r.0 == who) {
-            break;
-        }
-        let end = split;
-        while split > 0 && owner(live[split - 1]) == who {
-            split -= 1;
-        }
-        runs.push((who, split, end));
-    }
-    let loops: Vec<Axis> = live[..split].to_vec();
-    let run_of = |who: Owner| {
-        runs.iter()
-            .find(|r| r.0 == who)
-            .map_or(Vec::new(), |r| live[r.1..r.2].to_vec())
-    };
-    let (m_axes, n_axes) = (run_of(Owner::A), run_of(Owner::B));
-    // The result is [loops.., b's run, a's run] when a's run is the innermost: the block per
-    // loop index is then m x n column-major.
-    let transposed = runs.first().is_some_and(|r| r.0 == Owner::A);
-    let summed_a: Vec<Axis> = a
-        .axes
-        .iter()
-        .zip(&a.dims)
-        .filter(|&(x, &d)| d != 1 && b.axes.contains(x) && !out.contains(x))
-        .map(|(&x, _)| x)
-        .collect();
-    let summed_b: Vec<Axis> = b
-        .axes
-        .iter()
-        .zip(&b.dims)
-        .filter(|&(x, &d)| d != 1 && a.axes.contains(x) && !out.contains(x))
-        .map(|(&x, _)| x)
-        .collect();
-    debug_assert!(
-        a.axes
-            .iter()
-            .chain(&b.axes)
-            .all(|x| out.contains(x) || (a.axes.contains(x) && b.axes.contains(x))),
-        "an axis of one operand only is missing from the result"
-    );
-
-    // Fuse the groups as the operands lie. Summed axes that do not fuse become accumulation
-    // loops (a few large GEMMs added up in a fixed order); where that would take many small
-    // GEMMs, or a free run does not fuse, the operand is permuted into GEMM order.
-    let a_strides = c_strides(&a.dims);
-    let b_strides = c_strides(&b.dims);
-    let fuses = |t: &Tensor<T>, strides: &[usize], axes: &[Axis]| {
-        fuse(axes, &t.axes, &t.dims, strides).is_some()
-    };
-    let m_fits = fuses(a, &a_strides, &m_axes);
-    let n_fits = fuses(b, &b_strides, &n_axes);
-    // For an order of the summed axes: how many leading ones must loop so that the rest fuse
-    // in both operands.
-    let split_of = |order: &[Axis]| {
-        (0..=order.len())
-            .find(|&j| fuses(a, &a_strides, &order[j..]) && fuses(b, &b_strides, &order[j..]))
-            .unwrap_or(order.len())
-    };
-    let loop_count =
-        |order: &[Axis], j: usize| -> usize { order[..j].iter().map(|&x| dim_of(x)).product() };
-    let (split_a, split_b) = (split_of(&summed_a), split_of(&summed_b));
-    let (mut k_order, mut k_split) =
-        if loop_count(&summed_a, split_a) <= loop_count(&summed_b, split_b) {
-            (summed_a.clone(), split_a)
-        } else {
-            (summed_b.clone(), split_b)
-        };
-    const MAX_ACCUMULATION_LOOPS: usize = 16;
-    let gemm_order = |t: &Tensor<T>, inner: [&[Axis]; 2]| -> Vec<Axis> {
-        let mut order: Vec<Axis> = loops
-            .iter()
-            .copied()
-            .filter(|x| t.axes.contains(x))
-            .collect();
-        order.extend(inner.iter().flat_map(|g| g.iter().copied()));
-        let rest: Vec<Axis> = t
-            .axes
-            .iter()
-            .copied()
-            .filter(|x| !order.contains(x))
-            .collect();
-        order.extend(rest);
-        order
-    };
-    let (mut a_perm, mut b_perm) = (None, None);
-    if !m_fits || !n_fits || loop_count(&k_order, k_split) > MAX_ACCUMULATION_LOOPS {
-        let own_a = fuses(a, &a_strides, &summed_a);
-        let own_b = fuses(b, &b_strides, &summed_b);
-        // Keep the summed axes in the order of an operand where they already fuse, and
-        // permute what does not fit (the smaller operand when both could move).
-        k_order = if own_a && (!own_b || a.data.len() >= b.data.len()) {
-            summed_a.clone()
-        } else if own_b {
-            summed_b.clone()
-        } else {
-            summed_a.clone()
-        };
-        k_split = 0;
-        if !m_fits || !fuses(a, &a_strides, &k_order) {
-            a_perm = Some(a.permuted(&gemm_order(a, [&m_axes, &k_order])));
-        }
-        if !n_fits || !fuses(b, &b_strides, &k_order) {
-            b_perm = Some(b.permuted(&gemm_order(b, [&k_order, &n_axes])));
-        }
-    }
-    let a = a_perm.as_ref().unwrap_or(a);
-    let b = b_perm.as_ref().unwrap_or(b);
-    let a_strides = c_strides(&a.dims);
-    let b_strides = c_strides(&b.dims);
-    let group = |axes: &[Axis], t: &Tensor<T>, strides: &[usize]| {
-        fuse(axes, &t.axes, &t.dims, strides)
-            .unwrap_or_else(|| panic!("axes {axes:?} do not fuse after permutation"))
-    };
-    let k_loops = &k_order[..k_split];
-    let k_axes = &k_order[k_split..];
-    let (m, a_m) = group(&m_axes, a, &a_strides);
-    let (k, a_k) = group(k_axes, a, &a_strides);
-    let (k_b, b_k) = group(k_axes, b, &b_strides);
-    let (n, b_n) = group(&n_axes, b, &b_strides);
-    debug_assert_eq!(k, k_b);
-
-    let total: usize = out_dims.iter().product();
-    let mut data = buffers.take(total);
-    if total == 0 || k == 0 {
-        // Nothing to multiply: an empty result, or a sum over an empty range.
-        data.iter_mut().for_each(|x| *x = T::zero());
-        return Tensor::new(data, out_dims, out.to_vec());
-    }
-    let block = m * n;
-    let stride_in = |t: &Tensor<T>, strides: &[usize], axis: Axis| {
-        position(&t.axes, axis).map_or(0, |i| strides[i])
-    };
-    // Per loop index: the offsets into a and b; per accumulation index likewise.
-    let offsets = |axes: &[Axis]| -> Vec<(usize, usize)> {
-        let dims: Vec<usize> = axes.iter().map(|&x| dim_of(x)).collect();
-        let count: usize = dims.iter().product();
-        (0..count)
-            .map(|index| {
-                let (mut offset_a, mut offset_b, mut rest) = (0usize, 0usize, index);
-                for axis in (0..axes.len()).rev() {
-                    let i = rest % dims[axis];
-                    rest /= dims[axis];
-                    offset_a += i * stride_in(a, &a_strides, axes[axis]);
-                    offset_b += i * stride_in(b, &b_strides, axes[axis]);
-                }
-                (offset_a, offset_b)
-            })
-            .collect()
-    };
-    let loop_offsets = offsets(&loops);
-    let sum_offsets = offsets(k_loops);
-    let count = loop_offsets.len();
-    debug_assert_eq!(count * block, total);
-    // Many small GEMMs run one per thread; one large GEMM uses the threads itself.
-    let inner_par = if count > 1 { Par::Seq } else { par };
-    let (dst_rs, dst_cs) = if transposed { (1, m) } else { (n, 1) };
-    let gemm = |index: usize, dst: &mut [T]| {
-        let (offset_a, offset_b) = loop_offsets[index];
-        let mut dst = strided_mut(dst, m, n, dst_rs, dst_cs);
-        for (step, &(sum_a, sum_b)) in sum_offsets.iter().enumerate() {
-            let lhs = strided_ref(&a.data[offset_a + sum_a..], m, k, a_m, a_k);
-            let rhs = strided_ref(&b.data[offset_b + sum_b..], k, n, b_k, b_n);
-            let accum = if step == 0 {
-                Accum::Replace
-            } else {
-                Accum::Add
-            };
-            if conj_a && T::COMPLEX {
-                matmul(
-                    dst.rb_mut(),
-                    accum,
-                    lhs.conjugate(),
-                    rhs,
-                    T::one(),
-                    inner_par,
-                );
-            } else {
-                matmul(dst.rb_mut(), accum, lhs, rhs, T::one(), inner_par);
-            }
-        }
-    };
-    match par {
-        Par::Rayon(threads) if count > 1 && threads.get() > 1 => {
-            use rayon::prelude::*;
-            let per = count.div_ceil(threads.get());
-            data.par_chunks_mut(block * per)
-                .enumerate()
-                .for_each(|(chunk, blocks)| {
-                    for (j, dst) in blocks.chunks_mut(block).enumerate() {
-                        gemm(chunk * per + j, dst);
-                    }
-                });
-        }
-        _ => {
-            for (index, dst) in data.chunks_mut(block).enumerate() {
-                gemm(index, dst);
-            }
-        }
-    }
-    for temporary in [a_perm, b_perm].into_iter().flatten() {
-        buffers.give(temporary.data);
-    }
-    Tensor::new(data, out_dims, out.to_vec())
+    ContractionPlan::new(a, b, out).execute(a, conj_a, b, par, buffers)
 }
 
 /// The product of `dims`, or `None` when it overflows.
@@ -750,5 +823,28 @@ mod tests {
         let c = a.contract(&b, Par::Seq);
         assert_eq!(c.axes, vec![Axis::Row, Axis::Bond]);
         assert_eq!(c.data, vec![4.0, 5.0, 10.0, 11.0]);
+    }
+
+    #[test]
+    fn plans_permute_only_what_does_not_fuse() {
+        use Axis::*;
+        // The sweep's first step: an environment [Col, Left(0), Left(1)] times the state's
+        // core [Left(1), Phys(1), Phys(2), Right(1)] into [Left(0), Phys(1), Col, Phys(2),
+        // Right(1)]: strided GEMMs over Left(0), neither operand copied.
+        let env = filled(&[3, 2, 4], &[Col, Left(0), Left(1)], 1);
+        let core = filled(&[4, 2, 1, 5], &[Left(1), Phys(1), Phys(2), Right(1)], 2);
+        let out = [Left(0), Phys(1), Col, Phys(2), Right(1)];
+        let plan = ContractionPlan::new(&env, &core, &out);
+        assert_eq!((plan.a_order.clone(), plan.b_order.clone()), (None, None));
+        assert_eq!(plan.k_axes, vec![Left(1)]);
+        let run = plan.execute(&env, false, &core, Par::Seq, &mut Buffers::default());
+        assert_eq!(run.data, naive(&env, &core, &out));
+        // Summed axes interleaved with free ones in `a`: permuted, same numbers.
+        let a = filled(&[2, 3, 4], &[Left(0), Row, Left(1)], 3);
+        let b = filled(&[4, 2], &[Left(1), Left(0)], 4);
+        let plan = ContractionPlan::new(&a, &b, &[Row]);
+        assert!(plan.a_order.is_some() || plan.b_order.is_some() || !plan.k_loops.is_empty());
+        let run = plan.execute(&a, false, &b, Par::Seq, &mut Buffers::default());
+        assert_eq!(run.data, naive(&a, &b, &[Row]));
     }
 }
