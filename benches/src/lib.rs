@@ -1,6 +1,7 @@
 //! Shared pieces of tutti's benchmarks: timing, and JSON results with a `_meta` block.
 #![deny(missing_docs)]
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -71,8 +72,8 @@ pub fn write_results(bench: &str, mut results: Value) -> std::io::Result<PathBuf
     std::fs::create_dir_all(&dir)?;
     let path = dir.join(format!("{bench}.json"));
     let text = serde_json::to_string_pretty(&results).map_err(std::io::Error::other)?;
-    let temporary = path.with_extension("json.tmp");
-    std::fs::write(&temporary, text + "\n")?;
-    std::fs::rename(&temporary, &path)?;
+    let mut file = tutti_plan::files::AtomicFile::create(&path)?;
+    file.write_all((text + "\n").as_bytes())?;
+    file.commit()?;
     Ok(path)
 }

@@ -3,11 +3,10 @@
 
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use npyz::WriterBuilder;
-use tempfile::NamedTempFile;
+use tutti_plan::files::AtomicFile;
 
 use crate::FmmError;
 
@@ -238,28 +237,10 @@ pub fn read_masses(path: impl AsRef<Path>) -> Result<Vec<f64>, FmmError> {
     Ok(values)
 }
 
-/// Writes `values` with `shape` into a new temporary next to `path`, named
-/// `.<name>.<random>.tmp` and created exclusively (`O_CREAT | O_EXCL`: a file or symbolic
-/// link planted there is never opened, and a leftover from a killed run cannot collide).
-/// Complete and synced on success; removed when dropped unless persisted.
-fn write_temporary(path: &Path, shape: &[u64], values: &[f64]) -> Result<NamedTempFile, FmmError> {
-    let name = path
-        .file_name()
-        .ok_or_else(|| file_error(path, "expected a file name"))?;
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
-    let mut prefix = std::ffi::OsString::from(".");
-    prefix.push(name);
-    prefix.push(".");
-    // Mode 0666 less the umask, as `File::create` would give the output.
-    let temporary = tempfile::Builder::new()
-        .prefix(&prefix)
-        .suffix(".tmp")
-        .permissions(std::fs::Permissions::from_mode(0o666))
-        .tempfile_in(dir)
-        .map_err(|e| file_error(path, e))?;
+/// Writes `values` with `shape` into a new temporary next to `path`
+/// ([`tutti_plan::files::AtomicFile`]); removed when dropped unless committed.
+fn write_temporary(path: &Path, shape: &[u64], values: &[f64]) -> Result<AtomicFile, FmmError> {
+    let temporary = AtomicFile::create(path).map_err(|e| file_error(path, e))?;
     write_f64(temporary.as_file(), shape, values).map_err(|e| file_error(path, e))?;
     Ok(temporary)
 }
@@ -308,14 +289,7 @@ pub fn write_outputs(
         .map(|(path, shape, values)| write_temporary(path, shape, values))
         .collect::<Result<Vec<_>, _>>()?;
     for ((path, _, _), temporary) in outputs.iter().zip(temporaries) {
-        temporary
-            .persist(path)
-            .map_err(|e| file_error(path, e.error))?;
-    }
-    // Flushing the directory makes the renames durable; not every file system allows
-    // opening a directory, and the data is already safe in either name.
-    if let Ok(handle) = File::open(dir) {
-        let _ = handle.sync_all();
+        temporary.commit().map_err(|e| file_error(path, e))?;
     }
     Ok(())
 }

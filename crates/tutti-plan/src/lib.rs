@@ -10,6 +10,8 @@
 //!   a table.
 //! - [`largest_chunk`] gives the largest number of items whose working set fits.
 //! - A [`SpillStore`] is a private scratch directory for spill files, removed on drop.
+//! - [`files::AtomicFile`]: an output file that appears complete or not at all (temporary
+//!   beside it, flushed, renamed into place), for every workload's results and ledgers.
 //!
 //! All sizes are in bytes (`u64`). Every error is a [`PlanError`] whose message names the
 //! objects and carries the numbers ("needs 41.2 GiB per device, 12.0 GiB free").
@@ -46,6 +48,7 @@
 mod budget;
 mod chunk;
 mod error;
+pub mod files;
 mod object;
 mod placement;
 mod report;
