@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use clap::Args;
 use tutti_sweep::{
-    src, write_train, Complex64, Layer, NpyTrain, Pass, Scalar, SrcOptions, SweepProgress,
+    plan, src, write_train, Complex64, Layer, NpyTrain, Pass, Scalar, SrcOptions, SweepProgress,
 };
 
 use crate::resources::DeviceArgs;
@@ -31,8 +31,13 @@ pub struct SweepArgs {
     #[arg(long, value_name = "S", default_value_t = 0)]
     seed: u64,
     /// Where to write the result (a train directory, written atomically).
-    #[arg(long, value_name = "DIR")]
-    out: PathBuf,
+    #[arg(long, value_name = "DIR", required_unless_present = "plan")]
+    out: Option<PathBuf>,
+    /// Print the memory plan (the layers' cores, the sketch, the work and collective buffers,
+    /// the sketched environments and the result, with the tier of each) and exit, or fail
+    /// with the numbers when it does not fit the devices and caps.
+    #[arg(long)]
+    plan: bool,
     #[command(flatten)]
     devices: DeviceArgs,
 }
@@ -53,6 +58,19 @@ pub fn run(args: &SweepArgs) -> Result<(), String> {
 
 fn run_typed<T: Scalar>(args: &SweepArgs, trains: &[NpyTrain]) -> Result<(), String> {
     let layers: Vec<&dyn Layer<T>> = trains.iter().map(|t| t as &dyn Layer<T>).collect();
+    let options = SrcOptions::new(args.chi)
+        .with_oversample(args.oversample)
+        .with_cutoff(args.cutoff)
+        .with_seed(args.seed)
+        .with_resources(args.devices.resources());
+    if args.plan {
+        let plan = plan(&layers, &options).map_err(|e| e.to_string())?;
+        println!("{plan}");
+        return Ok(());
+    }
+    let Some(out) = &args.out else {
+        return Err("`--out DIR` is needed unless `--plan` is given".into());
+    };
     let progress = Arc::new(|p: SweepProgress| {
         let pass = match p.pass {
             Pass::Sketch => "sketch (left to right)",
@@ -66,16 +84,11 @@ fn run_typed<T: Scalar>(args: &SweepArgs, trains: &[NpyTrain]) -> Result<(), Str
         eprint!("\rsweep: {pass:<30} site {done:>4}/{total:<4}");
         let _ = std::io::stderr().flush();
     });
-    let options = SrcOptions::new(args.chi)
-        .with_oversample(args.oversample)
-        .with_cutoff(args.cutoff)
-        .with_seed(args.seed)
-        .with_resources(args.devices.resources())
-        .with_progress(progress);
+    let options = options.with_progress(progress);
     let outcome = src(&layers, &options);
     eprintln!();
     let (train, info) = outcome.map_err(|e| e.to_string())?;
-    write_train(&train, &args.out).map_err(|e| e.to_string())?;
+    write_train(&train, out).map_err(|e| e.to_string())?;
     println!(
         "sweep: {} trains x {} sites ({}), chi {} (sketch width {}), {} device(s){}",
         trains.len(),
@@ -99,7 +112,7 @@ fn run_typed<T: Scalar>(args: &SweepArgs, trains: &[NpyTrain]) -> Result<(), Str
         );
     }
     println!("time:  {:.3} s", info.seconds);
-    println!("wrote: {}", args.out.display());
+    println!("wrote: {}", out.display());
     Ok(())
 }
 
@@ -165,7 +178,10 @@ mod tests {
         ];
         run(&Wrapper::parse_from(argv).args).unwrap();
         let written: TensorTrain<f64> = read_train(&out).unwrap();
-        let options = SrcOptions::new(5).with_seed(3);
+        // The library on one device: two agree with it to rounding.
+        let options = SrcOptions::new(5)
+            .with_seed(3)
+            .with_resources(tutti_backend::Resources::cpu(1));
         let (expected, _) = src(&[&h as &dyn Layer<f64>, &psi], &options).unwrap();
         assert!(written.bonds().iter().all(|&b| b <= 5));
         assert!(right_orthonormality_error(&written) < 1e-12);
@@ -184,6 +200,49 @@ mod tests {
         ];
         let err = run(&Wrapper::parse_from(argv).args).unwrap_err();
         assert!(err.contains("number, not a train"), "{err}");
+
+        // --plan: the table, nothing written, exit 0; a cap too small: refused with the
+        // numbers. psi of bond 96 at chi 64: some MiB of work buffers per device.
+        let big_dir = dir.join("big");
+        write_train(&train(TrainKind::Mps, 12, 96, 2.5), &big_dir).unwrap();
+        let h12_dir = dir.join("h12");
+        write_train(&train(TrainKind::Mpo, 12, 3, 0.5), &h12_dir).unwrap();
+        let planned = dir.join("planned");
+        let plan_argv = |cap: Option<&str>| {
+            let mut argv: Vec<String> = [
+                "sweep",
+                "--train",
+                h12_dir.to_str().unwrap(),
+                "--train",
+                big_dir.to_str().unwrap(),
+                "--chi",
+                "64",
+                "--kind",
+                "cpu",
+                "--plan",
+                "--out",
+                planned.to_str().unwrap(),
+            ]
+            .map(String::from)
+            .to_vec();
+            if let Some(cap) = cap {
+                argv.extend(["--device-memory-mib".to_string(), cap.to_string()]);
+            }
+            argv
+        };
+        run(&Wrapper::parse_from(plan_argv(None)).args).unwrap();
+        assert!(!planned.exists(), "--plan writes nothing");
+        let err = run(&Wrapper::parse_from(plan_argv(Some("1"))).args).unwrap_err();
+        assert!(
+            err.contains("memory plan") && err.contains("needs") && err.contains("free"),
+            "{err}"
+        );
+        // The same refusal without --plan, before any work.
+        let mut argv = plan_argv(Some("1"));
+        argv.retain(|a| a != "--plan");
+        let err = run(&Wrapper::parse_from(argv).args).unwrap_err();
+        assert!(err.contains("memory plan"), "{err}");
+        assert!(!planned.exists());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
