@@ -10,7 +10,7 @@ use serde_json::json;
 use tutti_backend::Resources;
 use tutti_benches::write_results;
 use tutti_fit::example::{synthetic_experiments, ReactionExperiment, START_RATES};
-use tutti_fit::{fit, Experiment, FitOptions, Mesh};
+use tutti_fit::{fit, Experiment, FitOptions};
 
 /// An experiment whose evaluation costs `repeats` times the base one (the integration is
 /// really repeated), with that factor as its cost estimate.
@@ -34,8 +34,9 @@ impl Experiment for Weighted {
     }
 }
 
-fn mesh(devices: usize) -> Result<Mesh, Box<dyn Error>> {
-    Ok(Mesh::data(Resources::cpu(devices).select()?)?)
+/// `options` on `devices` simulated devices.
+fn on(devices: usize, options: FitOptions) -> FitOptions {
+    options.with_resources(Resources::cpu(devices))
 }
 
 fn main() -> Result<(), Box<dyn Error>> {
@@ -53,12 +54,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     let mut single = None;
     for devices in [1usize, 2, 4] {
         let started = Instant::now();
-        let report = fit(
-            &heavy,
-            &START_RATES,
-            &mesh(devices)?,
-            &FitOptions::default(),
-        )?;
+        let report = fit(&heavy, &START_RATES, &on(devices, FitOptions::default()))?;
         let wall = started.elapsed().as_secs_f64();
         let baseline = *single.get_or_insert(wall);
         let per_evaluation = |s: f64| 1e3 * s / report.evaluations as f64;
@@ -91,7 +87,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     for balance in [false, true] {
         let options = FitOptions::default().with_balance_steps(balance);
         let started = Instant::now();
-        let report = fit(&skewed, &START_RATES, &mesh(2)?, &options)?;
+        let report = fit(&skewed, &START_RATES, &on(2, options))?;
         let wall = started.elapsed().as_secs_f64();
         let baseline = *unbalanced_wall.get_or_insert(wall);
         println!(

@@ -2,12 +2,14 @@
 
 use std::ffi::{c_int, c_void};
 
-use tutti_backend::Resources;
-use tutti_fit::{fit, Experiment, FitError, FitOptions, Mesh};
+use tutti_backend::BackendError;
+use tutti_fit::{fit, Experiment, FitError, FitOptions};
 
 use crate::boundary::{
-    check_disjoint, ffi_call, input_slice, output_slice, positive_count, Out, Region,
+    check_disjoint, ffi_call, input_options, input_slice, output_slice, positive_count,
+    write_default, Out, Region,
 };
+use crate::resources::{device_error, TuttiResources};
 use crate::status::{Error, TuttiStatus};
 
 /// Computes one experiment's residuals and Jacobian at `parameters`.
@@ -37,8 +39,11 @@ pub type TuttiResidualFn = Option<
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TuttiFitOptions {
-    /// Simulated devices the experiments are split over (at least 1; default 1).
-    pub devices: c_int,
+    /// Where the fit runs: the experiments are split over these devices (default:
+    /// `tutti_resources_default`, every GPU, else one simulated device using all cores). The
+    /// result is bit-identical for any device count; memory caps too small for the fit's
+    /// buffers are refused up front (`TUTTI_ERROR_OUT_OF_MEMORY`, with the plan's numbers).
+    pub resources: TuttiResources,
     /// Most iterations (default 200).
     pub max_iterations: c_int,
     /// Stop when the largest gradient component is at most this (default 1e-10).
@@ -67,7 +72,7 @@ impl Default for TuttiFitOptions {
     fn default() -> Self {
         let defaults = FitOptions::default();
         Self {
-            devices: 1,
+            resources: TuttiResources::default(),
             max_iterations: c_int::try_from(defaults.max_iterations).unwrap_or(c_int::MAX),
             gradient_tolerance: defaults.gradient_tolerance,
             step_tolerance: defaults.step_tolerance,
@@ -76,7 +81,10 @@ impl Default for TuttiFitOptions {
     }
 }
 
-/// Writes the default fit options to `*options`.
+/// Writes the default fit options to `*options`: the default resources, 200 iterations,
+/// tolerances 1e-10 (gradient), 1e-12 (step), 1e-14 (cost).
+///
+/// Errors: `TUTTI_ERROR_NULL_POINTER` for NULL.
 ///
 /// # Safety
 /// `options` is NULL or valid for writing a `TuttiFitOptions`.
@@ -84,9 +92,7 @@ impl Default for TuttiFitOptions {
 pub unsafe extern "C" fn tutti_fit_options_default(options: *mut TuttiFitOptions) -> c_int {
     ffi_call("tutti_fit_options_default", || {
         // SAFETY: NULL or valid for writes (the caller's promise).
-        let out = unsafe { Out::new(options, "options")? };
-        out.write(TuttiFitOptions::default());
-        Ok(())
+        unsafe { write_default(options, "options") }
     })
 }
 
@@ -153,14 +159,22 @@ impl Experiment for CallbackExperiment {
 }
 
 fn fit_error(error: FitError) -> Error {
+    let error = match error {
+        FitError::Devices(error) if !matches!(error, BackendError::OutOfMemory { .. }) => {
+            return device_error(error)
+        }
+        other => other,
+    };
     let status = match &error {
         FitError::Experiment { .. } | FitError::NonFinite { .. } => {
             TuttiStatus::TUTTI_ERROR_CALLBACK
         }
-        FitError::InvalidArgument { .. } | FitError::Mesh(_) => {
-            TuttiStatus::TUTTI_ERROR_INVALID_ARGUMENT
+        FitError::InvalidArgument { .. } => TuttiStatus::TUTTI_ERROR_INVALID_ARGUMENT,
+        FitError::OutOfMemory { .. }
+        | FitError::Plan(_)
+        | FitError::Devices(BackendError::OutOfMemory { .. }) => {
+            TuttiStatus::TUTTI_ERROR_OUT_OF_MEMORY
         }
-        FitError::OutOfMemory { .. } => TuttiStatus::TUTTI_ERROR_OUT_OF_MEMORY,
         FitError::Io { .. } | FitError::BadLedger { .. } => TuttiStatus::TUTTI_ERROR_IO,
         // Group runs, and kinds the library adds later.
         _ => TuttiStatus::TUTTI_ERROR_DEVICE,
@@ -180,12 +194,13 @@ fn positive_tolerance(value: f64, name: &str) -> Result<f64, Error> {
 
 /// Fits `n_parameters` parameters, starting from `initial`, to `n_experiments` experiments
 /// whose residuals and Jacobians `residual_fn` computes (experiment `e` has
-/// `residual_counts[e]` residuals), by Levenberg–Marquardt over `options->devices` simulated
-/// devices; the result does not depend on the device count.
+/// `residual_counts[e]` residuals), by Levenberg–Marquardt with the experiments split over
+/// the devices of `options->resources`; the result does not depend on the device count.
 ///
 /// Outputs (caller-owned, written only on success): `parameters_out` (`n_parameters`
 /// values), `covariance_out` (`n_parameters * n_parameters` values, row-major, the inverse of
-/// `J^T J` at the solution; may be NULL), `result_out` (diagnostics).
+/// `J^T J` at the solution, formed from a QR of the Jacobian; may be NULL), `result_out`
+/// (diagnostics).
 ///
 /// `options` may be NULL for the defaults. The callback may run concurrently from several
 /// threads for different experiments, and must be safe to do so with `user_data`.
@@ -194,13 +209,16 @@ fn positive_tolerance(value: f64, name: &str) -> Result<f64, Error> {
 /// non-finite initial values, bad options (`TUTTI_ERROR_INVALID_ARGUMENT`); the callback
 /// failing at the starting point (`TUTTI_ERROR_CALLBACK`); a singular `J^T J` when
 /// `covariance_out` is requested, outputs that overlap each other or an input
-/// (`TUTTI_ERROR_INVALID_ARGUMENT`); a problem too large for memory
-/// (`TUTTI_ERROR_OUT_OF_MEMORY`).
+/// (`TUTTI_ERROR_INVALID_ARGUMENT`); a problem too large for memory or for the caps of
+/// `options->resources` (`TUTTI_ERROR_OUT_OF_MEMORY`); device selection as for every
+/// workload (`TUTTI_ERROR_INVALID_ARGUMENT` for zero devices or an unknown ordinal,
+/// `TUTTI_ERROR_UNSUPPORTED` for a GPU request without CUDA, ...).
 ///
 /// # Safety
 /// `residual_counts` holds `n_experiments` ints, `initial` and `parameters_out`
 /// `n_parameters` doubles, `covariance_out` (if not NULL) `n_parameters^2` doubles;
-/// `options` and `result_out` are NULL or valid; the callback honours its contract.
+/// `options` and `result_out` are NULL or valid (and `options->resources`' pointers NULL or
+/// valid as documented on `TuttiResources`); the callback honours its contract.
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
 pub unsafe extern "C" fn tutti_fit(
@@ -249,20 +267,17 @@ pub unsafe extern "C" fn tutti_fit(
             // SAFETY: not NULL, so valid for n^2 doubles (the caller's promise).
             Some(unsafe { output_slice(covariance_out, covariance_len, "covariance_out")? })
         };
-        if !options.is_aligned() {
-            return Err(Error::invalid_argument("argument `options` is not aligned"));
-        }
-        // SAFETY: NULL or valid for reading a TuttiFitOptions (the caller's promise), and
-        // aligned (checked above).
-        let options = unsafe { options.as_ref() }.copied().unwrap_or_default();
+        // SAFETY: NULL or valid for reading a TuttiFitOptions (the caller's promise).
+        let options = unsafe { input_options(options, "options") }?;
         if let Some(e) = counts.iter().position(|&count| count < 1) {
             return Err(Error::invalid_argument(format!(
                 "residual_counts[{e}] is {}: every experiment needs at least one residual",
                 counts[e]
             )));
         }
-        let devices = positive_count(options.devices, "options->devices")?;
-        let mut fit_options = FitOptions::default();
+        // SAFETY: the resources' pointers are the caller's, as documented above.
+        let resources = unsafe { options.resources.to_rust("options->resources") }?;
+        let mut fit_options = FitOptions::default().with_resources(resources);
         fit_options.max_iterations =
             positive_count(options.max_iterations, "options->max_iterations")?;
         fit_options.gradient_tolerance =
@@ -280,9 +295,7 @@ pub unsafe extern "C" fn tutti_fit(
                 residuals,
             })
             .collect();
-        let devices = Resources::cpu(devices).select()?;
-        let mesh = Mesh::data(devices).map_err(fit_error)?;
-        let report = fit(&experiments, initial, &mesh, &fit_options).map_err(fit_error)?;
+        let report = fit(&experiments, initial, &fit_options).map_err(fit_error)?;
         if let Some(out) = covariance_out {
             let covariance = report.covariance.as_ref().ok_or_else(|| {
                 Error::invalid_argument(
@@ -377,7 +390,11 @@ mod tests {
         let mut first = None;
         for devices in [1, 3] {
             let options = TuttiFitOptions {
-                devices,
+                resources: TuttiResources {
+                    kind: crate::devices::TuttiKind::TUTTI_KIND_CPU as c_int,
+                    devices,
+                    ..TuttiResources::default()
+                },
                 ..TuttiFitOptions::default()
             };
             let mut parameters = [0.0; 2];
@@ -479,5 +496,110 @@ mod tests {
         };
         assert_eq!(status, TuttiStatus::TUTTI_ERROR_INVALID_ARGUMENT.code());
         assert!(crate::boundary::last_error().contains("residual_counts[0]"));
+    }
+
+    /// Calls `tutti_fit` on the exponential model with `options`; the status.
+    fn exponential_fit(options: &TuttiFitOptions) -> c_int {
+        let calls = std::sync::atomic::AtomicUsize::new(0);
+        let mut parameters = [0.0; 2];
+        let mut result = TuttiFitResult::default();
+        // SAFETY: arrays of the stated lengths; the callback reads its counter.
+        unsafe {
+            tutti_fit(
+                Some(exponential),
+                &calls as *const _ as *mut c_void,
+                2,
+                [5, 5].as_ptr(),
+                2,
+                [1.0, 0.0].as_ptr(),
+                options,
+                parameters.as_mut_ptr(),
+                std::ptr::null_mut(),
+                &mut result,
+            )
+        }
+    }
+
+    #[test]
+    fn resources_reach_the_fit_and_their_errors_are_statuses() {
+        let cpu = |resources: TuttiResources| TuttiFitOptions {
+            resources: TuttiResources {
+                kind: crate::devices::TuttiKind::TUTTI_KIND_CPU as c_int,
+                ..resources
+            },
+            ..TuttiFitOptions::default()
+        };
+        let zero = cpu(TuttiResources {
+            devices: 0,
+            ..TuttiResources::default()
+        });
+        assert_eq!(
+            exponential_fit(&zero),
+            TuttiStatus::TUTTI_ERROR_INVALID_ARGUMENT.code()
+        );
+        assert!(crate::boundary::last_error().contains("options->resources.devices"));
+        let ordinals = [100_000];
+        let unknown = cpu(TuttiResources {
+            ordinals: ordinals.as_ptr(),
+            ordinal_count: 1,
+            ..TuttiResources::default()
+        });
+        assert_eq!(
+            exponential_fit(&unknown),
+            TuttiStatus::TUTTI_ERROR_INVALID_ARGUMENT.code()
+        );
+        assert!(
+            crate::boundary::last_error().contains("ordinal 100000"),
+            "{}",
+            crate::boundary::last_error()
+        );
+        // Per device: 2 x 2 contribution records of 4 + 2 + 6 doubles (384 bytes) and more.
+        let capped = cpu(TuttiResources {
+            devices: 2,
+            device_memory_bytes: 256,
+            ..TuttiResources::default()
+        });
+        assert_eq!(
+            exponential_fit(&capped),
+            TuttiStatus::TUTTI_ERROR_OUT_OF_MEMORY.code()
+        );
+        assert!(
+            crate::boundary::last_error().contains("contributions"),
+            "{}",
+            crate::boundary::last_error()
+        );
+        let enough = cpu(TuttiResources {
+            devices: 2,
+            device_memory_bytes: 1 << 20,
+            ..TuttiResources::default()
+        });
+        assert_eq!(
+            exponential_fit(&enough),
+            0,
+            "{}",
+            crate::boundary::last_error()
+        );
+        // NULL options are the defaults.
+        let calls = std::sync::atomic::AtomicUsize::new(0);
+        let mut parameters = [0.0; 2];
+        let mut result = TuttiFitResult::default();
+        // SAFETY: as above, with NULL options.
+        let status = unsafe {
+            tutti_fit(
+                Some(exponential),
+                &calls as *const _ as *mut c_void,
+                2,
+                [5, 5].as_ptr(),
+                2,
+                [1.0, 0.0].as_ptr(),
+                std::ptr::null(),
+                parameters.as_mut_ptr(),
+                std::ptr::null_mut(),
+                &mut result,
+            )
+        };
+        assert_eq!(status, 0, "{}", crate::boundary::last_error());
+        assert!((parameters[0] - 2.0).abs() < 1e-10, "{parameters:?}");
+        assert_eq!(result.converged, 1);
     }
 }

@@ -11,9 +11,11 @@ use tutti_fit::example::{
     bootstrap_replicate, quantile, synthetic_experiments, START_RATES, TRUE_RATES,
 };
 use tutti_fit::{
-    checkpointed_map, fit, mesh_groups, summarize_ledger, CampaignItem, CampaignOptions, Execution,
-    FitOptions, FitReport, Mesh, TaskStatus,
+    checkpointed_map, fit, plan, resource_groups, summarize_ledger, CampaignItem, CampaignOptions,
+    Execution, FitOptions, FitReport, TaskStatus,
 };
+
+use crate::resources::DeviceArgs;
 
 /// Options of `tutti fit`.
 #[derive(Args)]
@@ -27,15 +29,19 @@ enum FitCommand {
     /// Fit the example reaction network (six experiments, three rate constants) and print
     /// the recovered and true rates.
     Demo {
-        /// Simulated devices the experiments are split over.
-        #[arg(long, short = 'd', default_value_t = 1)]
-        devices: usize,
         /// Seed of the synthetic noise.
         #[arg(long, default_value_t = 2026)]
         seed: u64,
         /// Print one JSON object instead of a table.
         #[arg(long)]
         json: bool,
+        /// Print the memory plan (Jacobian blocks, residuals, contributions, normal matrix
+        /// on each device) and exit; exits non-zero with the numbers when it does not fit.
+        #[arg(long)]
+        plan: bool,
+        /// The devices the experiments are split over, and memory caps.
+        #[command(flatten)]
+        devices: DeviceArgs,
     },
     /// Refit R residual-bootstrap replicates of the example as a checkpointed campaign
     /// (kill it and rerun the same command to finish), then print confidence intervals.
@@ -44,14 +50,18 @@ enum FitCommand {
         #[arg(long, default_value_t = 50)]
         replicates: usize,
         /// The campaign's ledger (JSON); rerunning with it resumes.
-        #[arg(long)]
-        ledger: PathBuf,
-        /// Simulated devices; one replicate runs on each at a time.
-        #[arg(long, short = 'd', default_value_t = 1)]
-        devices: usize,
+        #[arg(long, required_unless_present = "plan")]
+        ledger: Option<PathBuf>,
         /// Seed of the synthetic noise and of the replicates.
         #[arg(long, default_value_t = 2026)]
         seed: u64,
+        /// Print the memory plan of one replicate's fit on one device and exit; exits
+        /// non-zero with the numbers when it does not fit.
+        #[arg(long)]
+        plan: bool,
+        /// The devices; one replicate runs on each at a time.
+        #[command(flatten)]
+        devices: DeviceArgs,
     },
 }
 
@@ -74,16 +84,24 @@ enum CampaignCommand {
 pub fn run(args: &FitArgs) -> Result<(), String> {
     match &args.command {
         FitCommand::Demo {
-            devices,
             seed,
             json,
-        } => demo(*devices, *seed, *json),
+            plan,
+            devices,
+        } => demo(&devices.resources(), *seed, *json, *plan),
         FitCommand::Bootstrap {
             replicates,
             ledger,
-            devices,
             seed,
-        } => bootstrap(*replicates, ledger, *devices, *seed),
+            plan,
+            devices,
+        } => bootstrap(
+            *replicates,
+            ledger.as_deref(),
+            &devices.resources(),
+            *seed,
+            *plan,
+        ),
     }
 }
 
@@ -93,28 +111,34 @@ pub fn run_campaign(args: &CampaignArgs) -> Result<(), String> {
     }
 }
 
-fn mesh(devices: usize) -> Result<Mesh, String> {
-    let devices = Resources::cpu(devices)
-        .select()
-        .map_err(|e| e.to_string())?;
-    Mesh::data(devices).map_err(|e| e.to_string())
-}
-
 /// The example fit on `devices` simulated devices.
 pub fn example_fit(devices: usize, seed: u64) -> Result<FitReport, String> {
-    let experiments = synthetic_experiments(seed)?;
-    fit(
-        &experiments,
-        &START_RATES,
-        &mesh(devices)?,
-        &FitOptions::default(),
-    )
-    .map_err(|e| e.to_string())
+    example_fit_on(&Resources::cpu(devices), seed)
 }
 
-fn demo(devices: usize, seed: u64, as_json: bool) -> Result<(), String> {
+/// The example fit on `resources`.
+fn example_fit_on(resources: &Resources, seed: u64) -> Result<FitReport, String> {
+    let experiments = synthetic_experiments(seed)?;
+    let options = FitOptions::default().with_resources(resources.clone());
+    fit(&experiments, &START_RATES, &options).map_err(|e| e.to_string())
+}
+
+/// Prints the plan of the example fit on `resources`, or refuses with its numbers.
+fn print_plan(resources: &Resources, seed: u64) -> Result<(), String> {
+    let experiments = synthetic_experiments(seed)?;
+    let options = FitOptions::default().with_resources(resources.clone());
+    let plan = plan(&experiments, START_RATES.len(), &options).map_err(|e| e.to_string())?;
+    print!("{plan}");
+    Ok(())
+}
+
+fn demo(resources: &Resources, seed: u64, as_json: bool, show_plan: bool) -> Result<(), String> {
+    if show_plan {
+        return print_plan(resources, seed);
+    }
     let started = Instant::now();
-    let report = example_fit(devices, seed)?;
+    let report = example_fit_on(resources, seed)?;
+    let devices = report.devices;
     let seconds = started.elapsed().as_secs_f64();
     let errors = report.standard_errors().unwrap_or_default();
     if as_json {
@@ -184,18 +208,26 @@ struct ReplicateResult {
     iterations: usize,
 }
 
-fn bootstrap(replicates: usize, ledger: &Path, devices: usize, seed: u64) -> Result<(), String> {
+fn bootstrap(
+    replicates: usize,
+    ledger: Option<&Path>,
+    resources: &Resources,
+    seed: u64,
+    show_plan: bool,
+) -> Result<(), String> {
     if replicates == 0 {
         return Err("--replicates must be at least 1".into());
     }
+    // One replicate runs on each device: groups of one.
+    let devices = resources.select().map_err(|e| e.to_string())?.len();
+    let groups = resource_groups(resources, &vec![1; devices]).map_err(|e| e.to_string())?;
+    if show_plan {
+        return print_plan(&groups[0], seed);
+    }
+    let ledger = ledger.ok_or("`--ledger FILE` is needed unless `--plan` is given")?;
     let experiments = synthetic_experiments(seed)?;
-    let base = fit(
-        &experiments,
-        &START_RATES,
-        &mesh(1)?,
-        &FitOptions::default(),
-    )
-    .map_err(|e| e.to_string())?;
+    let base_options = FitOptions::default().with_resources(groups[0].clone());
+    let base = fit(&experiments, &START_RATES, &base_options).map_err(|e| e.to_string())?;
     let items: Vec<CampaignItem<ReplicateInput>> = (0..replicates)
         .map(|replicate| {
             CampaignItem::new(
@@ -204,10 +236,8 @@ fn bootstrap(replicates: usize, ledger: &Path, devices: usize, seed: u64) -> Res
             )
         })
         .collect();
-    let all = mesh(devices)?;
-    let groups = mesh_groups(&all, &vec![1; devices]).map_err(|e| e.to_string())?;
     let options = CampaignOptions::default()
-        .with_execution(Execution::DeviceGroups(groups))
+        .with_execution(Execution::Groups(groups))
         .with_progress(true);
     let started = Instant::now();
     let task = |input: &ReplicateInput, context: &tutti_fit::TaskContext<'_>| {
@@ -215,9 +245,8 @@ fn bootstrap(replicates: usize, ledger: &Path, devices: usize, seed: u64) -> Res
         let replicate_seed =
             input.seed ^ (input.replicate as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         let data = bootstrap_replicate(&experiments, &base.parameters, replicate_seed)?;
-        let mesh = Mesh::data(context.devices.to_vec()).map_err(|e| e.to_string())?;
-        let report = fit(&data, &base.parameters, &mesh, &FitOptions::default())
-            .map_err(|e| e.to_string())?;
+        let options = FitOptions::default().with_resources(context.resources.clone());
+        let report = fit(&data, &base.parameters, &options).map_err(|e| e.to_string())?;
         if !report.converged() {
             return Err(format!(
                 "did not converge in {} iterations",
@@ -274,4 +303,47 @@ fn status(ledger: &Path) -> Result<(), String> {
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Probe {
+        #[command(flatten)]
+        fit: FitArgs,
+    }
+
+    #[test]
+    fn the_shared_device_flags_and_plan_parse_on_both_subcommands() {
+        let probe = Probe::try_parse_from(["probe", "demo", "-d", "3", "--kind", "cpu", "--plan"])
+            .expect("valid flags");
+        let FitCommand::Demo { plan, devices, .. } = &probe.fit.command else {
+            panic!("not demo");
+        };
+        assert!(*plan);
+        assert_eq!(devices.resources(), Resources::cpu(3));
+        // --ledger is needed unless --plan is given.
+        assert!(Probe::try_parse_from(["probe", "bootstrap"]).is_err());
+        assert!(
+            Probe::try_parse_from(["probe", "bootstrap", "--plan", "--ordinals", "0,1"]).is_ok()
+        );
+    }
+
+    #[test]
+    fn the_plan_prints_and_device_errors_are_refused() {
+        assert!(print_plan(&Resources::cpu(2), 2026).is_ok());
+        let err = demo(&Resources::cpu(0), 2026, false, false).unwrap_err();
+        assert!(err.contains("zero devices"), "{err}");
+        let err = print_plan(&Resources::cpu(1).with_device_memory_cap(1024), 2026).unwrap_err();
+        assert!(
+            err.contains("does not fit") && err.contains("contributions"),
+            "{err}"
+        );
+        let report = example_fit_on(&Resources::cpu(2), 2026).unwrap();
+        assert_eq!(report.devices, 2);
+        assert!(report.converged());
+    }
 }

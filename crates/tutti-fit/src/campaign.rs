@@ -8,7 +8,7 @@ use std::sync::Mutex;
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use tutti_backend::Device;
+use tutti_backend::Resources;
 
 use crate::ledger::{check_finite, input_hash, Ledger, TaskRecord, TaskStatus};
 use crate::FitError;
@@ -35,12 +35,14 @@ impl<I> CampaignItem<I> {
 /// Where tasks run.
 #[derive(Clone, Debug, Default)]
 pub enum Execution {
-    /// One after another on the calling thread (the default).
+    /// One after another on the calling thread (the default); a task receives
+    /// [`Resources::default`].
     #[default]
     Serial,
-    /// One task at a time per device group, the groups in parallel (see
-    /// [`crate::mesh_groups`]); a task receives its group's devices.
-    DeviceGroups(Vec<Vec<Device>>),
+    /// One task at a time per group, the groups in parallel (see
+    /// [`crate::resource_groups`]); a task receives its group's [`Resources`] in
+    /// [`TaskContext::resources`], e.g. for [`crate::FitOptions::with_resources`].
+    Groups(Vec<Resources>),
 }
 
 /// Options of [`checkpointed_map`].
@@ -93,8 +95,9 @@ pub struct TaskContext<'a> {
     pub task_id: &'a str,
     /// 1 on the first run, 2 on the rerun of a failed task, ...
     pub attempt: u32,
-    /// The device group it runs on (empty for [`Execution::Serial`]).
-    pub devices: &'a [Device],
+    /// The resources it runs on: its group's for [`Execution::Groups`],
+    /// [`Resources::default`] for [`Execution::Serial`].
+    pub resources: &'a Resources,
 }
 
 /// A task that failed, as [`CampaignOutcome::failures`] lists it.
@@ -210,7 +213,7 @@ where
     let first_error: Mutex<Option<FitError>> = Mutex::new(None);
     let stop = AtomicBool::new(false);
     let next = AtomicUsize::new(0);
-    let run_one = |devices: &[Device]| loop {
+    let run_one = |resources: &Resources| loop {
         if stop.load(Ordering::SeqCst) {
             return;
         }
@@ -221,7 +224,7 @@ where
         let context = TaskContext {
             task_id: &item.task_id,
             attempt,
-            devices,
+            resources,
         };
         let outcome = match catch_unwind(AssertUnwindSafe(|| task(&item.input, &context))) {
             Ok(outcome) => outcome,
@@ -269,12 +272,12 @@ where
         }
     };
     match &options.execution {
-        Execution::Serial => run_one(&[]),
-        Execution::DeviceGroups(groups) => {
-            if groups.is_empty() || groups.iter().any(Vec::is_empty) {
+        Execution::Serial => run_one(&Resources::default()),
+        Execution::Groups(groups) => {
+            if groups.is_empty() {
                 return Err(FitError::invalid(
                     "execution",
-                    "device groups must be non-empty and hold at least one device each",
+                    "at least one group is needed",
                 ));
             }
             std::thread::scope(|scope| {

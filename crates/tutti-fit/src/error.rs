@@ -2,6 +2,10 @@
 
 use std::path::PathBuf;
 
+use tutti_backend::BackendError;
+use tutti_group::{CommError, GroupError, RunError};
+use tutti_plan::PlanError;
+
 /// Everything that can go wrong in a fit or a campaign.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -14,9 +18,17 @@ pub enum FitError {
         /// What is wrong and what was expected.
         message: String,
     },
-    /// A mesh that does not match the devices.
-    #[error("invalid mesh: {0}")]
-    Mesh(String),
+    /// The devices could not be selected: zero devices, an unknown ordinal, a GPU request
+    /// without CUDA, a cap larger than a device (see [`tutti_backend::Resources::select`]).
+    #[error("devices: {0}")]
+    Devices(#[source] BackendError),
+    /// The fit's buffers do not fit the memory its resources allow (the plan's numbers are in
+    /// the message), or the budget could not be measured.
+    #[error("memory plan: {0}")]
+    Plan(#[from] PlanError),
+    /// A collective of the group failed.
+    #[error("collective: {0}")]
+    Comm(#[from] CommError),
     /// A user's experiment failed to evaluate.
     #[error("experiment {index} failed: {message}")]
     Experiment {
@@ -82,7 +94,7 @@ pub enum FitError {
         /// The bytes asked for (`u64::MAX` when the size itself overflows).
         bytes: u64,
     },
-    /// A group run failed.
+    /// A rank of the group panicked or could not start.
     #[error("{0}")]
     Group(String),
     /// An I/O error.
@@ -112,8 +124,29 @@ impl FitError {
     }
 }
 
-impl From<tutti_group::CommError> for FitError {
-    fn from(err: tutti_group::CommError) -> Self {
-        Self::Group(err.to_string())
+impl From<BackendError> for FitError {
+    fn from(err: BackendError) -> Self {
+        Self::Devices(err)
+    }
+}
+
+impl From<GroupError> for FitError {
+    fn from(err: GroupError) -> Self {
+        match err {
+            GroupError::Empty => Self::Devices(BackendError::ZeroDevices),
+            GroupError::Backend(err) => Self::Devices(err),
+            other => Self::Group(other.to_string()),
+        }
+    }
+}
+
+impl From<RunError<FitError>> for FitError {
+    /// The first failing rank's own error; a panic or a thread that did not start as
+    /// [`FitError::Group`] with the rank and its message.
+    fn from(err: RunError<FitError>) -> Self {
+        match err {
+            RunError::Failed { error, .. } => error,
+            other => Self::Group(other.to_string()),
+        }
     }
 }

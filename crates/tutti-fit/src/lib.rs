@@ -1,14 +1,16 @@
 //! Least-squares fits over experiments split among devices, and checkpointed campaigns.
 //!
-//! - [`fit`] minimizes `0.5 * sum |r|^2` over [`Experiment`]s split across the data axis of a
-//!   [`Mesh`] by Levenberg–Marquardt; its sums are taken in experiment order, so the iterates
-//!   are the same bits on any number of devices, and [`FitOptions::balance_steps`] can move
-//!   experiments between ranks without changing them.
+//! - [`fit`] minimizes `0.5 * sum |r|^2` over [`Experiment`]s split across the devices of
+//!   [`FitOptions::resources`] by Levenberg–Marquardt; its sums are taken in experiment
+//!   order, so the iterates are the same bits on any number of devices, and
+//!   [`FitOptions::balance_steps`] can move experiments between ranks without changing them.
+//!   [`plan`] lists its buffers for the memory planner; a fit that does not fit is refused
+//!   up front.
 //! - [`checkpointed_map`] runs many independent tasks (bootstrap replicates, parameter
 //!   scans) with a JSON [`ledger`] rewritten atomically after every task, so a campaign
 //!   killed at any point resumes without losing, duplicating or mislabelling a result.
 //!
-//! This crate depends on the runtime (`tutti-backend`, `tutti-group`) only.
+//! This crate depends on the runtime (`tutti-backend`, `tutti-group`, `tutti-plan`) only.
 #![deny(missing_docs)]
 
 mod balance;
@@ -16,9 +18,9 @@ mod campaign;
 mod error;
 pub mod example;
 mod experiment;
+mod groups;
 pub mod ledger;
 mod linalg;
-mod mesh;
 pub mod ode;
 mod solver;
 
@@ -29,6 +31,6 @@ pub use campaign::{
 };
 pub use error::FitError;
 pub use experiment::Experiment;
+pub use groups::resource_groups;
 pub use ledger::{Ledger, TaskRecord, TaskStatus};
-pub use mesh::{mesh_groups, Axis, Mesh};
-pub use solver::{fit, FitOptions, FitReport, Termination};
+pub use solver::{fit, plan, FitOptions, FitReport, Termination};

@@ -1,56 +1,165 @@
-//! Small dense symmetric solves for the trust-region step (n = the parameter count, small).
+//! Small dense factorizations for the solver (faer underneath; n = the parameter count).
+//!
+//! Everything runs with [`Par::Seq`]: the matrices are n x n or (a few n) x n, and a fixed
+//! parallelism keeps the bits independent of the rank and thread pool that computes them.
 
-/// Solves `a x = b` for a symmetric positive definite `a` (n x n, row-major) by Cholesky;
-/// `None` when `a` is not numerically positive definite.
+use faer::dyn_stack::{MemBuffer, MemStack, StackReq};
+use faer::linalg::cholesky::llt;
+use faer::linalg::qr::no_pivoting::factor as qr;
+use faer::linalg::triangular_solve::solve_upper_triangular_in_place;
+use faer::reborrow::ReborrowMut;
+use faer::{Mat, MatMut, MatRef, Par};
+
+/// Solves `a x = b` for a symmetric positive definite `a` (n x n, row-major) by faer's
+/// Cholesky (`LL^T`); `None` when `a` is not numerically positive definite.
 pub(crate) fn cholesky_solve(a: &[f64], b: &[f64]) -> Option<Vec<f64>> {
     let n = b.len();
-    let l = cholesky(a, n)?;
-    // Forward: l y = b; backward: l^T x = y.
-    let mut y = vec![0.0; n];
-    for i in 0..n {
-        let sum: f64 = (0..i).map(|k| l[i * n + k] * y[k]).sum();
-        y[i] = (b[i] - sum) / l[i * n + i];
-    }
-    let mut x = vec![0.0; n];
-    for i in (0..n).rev() {
-        let sum: f64 = (i + 1..n).map(|k| l[k * n + i] * x[k]).sum();
-        x[i] = (y[i] - sum) / l[i * n + i];
-    }
-    Some(x)
+    // Row-major and symmetric: read as column-major it is the same matrix.
+    let mut factor = MatRef::from_column_major_slice(a, n, n).to_owned();
+    let mut buffer = MemBuffer::try_new(llt::factor::cholesky_in_place_scratch::<f64>(
+        n,
+        Par::Seq,
+        Default::default(),
+    ))
+    .ok()?;
+    llt::factor::cholesky_in_place(
+        factor.as_mut(),
+        Default::default(),
+        Par::Seq,
+        MemStack::new(&mut buffer),
+        Default::default(),
+    )
+    .ok()?;
+    let mut x = Mat::<f64>::from_fn(n, 1, |i, _| b[i]);
+    llt::solve::solve_in_place(
+        factor.as_ref(),
+        x.as_mut(),
+        Par::Seq,
+        MemStack::new(&mut MemBuffer::new(StackReq::EMPTY)),
+    );
+    let x: Vec<f64> = (0..n).map(|i| x[(i, 0)]).collect();
+    x.iter().all(|v| v.is_finite()).then_some(x)
 }
 
-/// The inverse of a symmetric positive definite matrix, or `None`.
-pub(crate) fn spd_inverse(a: &[f64], n: usize) -> Option<Vec<f64>> {
-    let mut inverse = vec![0.0; n * n];
-    for column in 0..n {
-        let mut unit = vec![0.0; n];
-        unit[column] = 1.0;
-        let x = cholesky_solve(a, &unit)?;
-        for row in 0..n {
-            inverse[row * n + column] = x[row];
+/// The bytes of scratch a QR of an `m x n` matrix needs besides the matrix itself (its
+/// Householder coefficients and faer's workspace), for the plan.
+pub(crate) fn qr_scratch_bytes(m: usize, n: usize) -> u64 {
+    let block = qr::recommended_block_size::<f64>(m.max(1), n.max(1));
+    let workspace = qr::qr_in_place_scratch::<f64>(m, n, block, Par::Seq, Default::default())
+        .unaligned_bytes_required();
+    let coefficients = block.saturating_mul(m.min(n)).saturating_mul(8);
+    (workspace.saturating_add(coefficients)) as u64
+}
+
+/// The upper triangle of `R` of a QR of the `m x n` matrix `a` (any layout), factored in
+/// place (`a` is overwritten), packed row by row into `out` (`n (n + 1) / 2` values; rows
+/// past `min(m, n)` are zero), so that `R^T R = a^T a`.
+pub(crate) fn packed_r_in_place(mut a: MatMut<'_, f64>, out: &mut [f64]) {
+    out.fill(0.0);
+    let (m, n) = a.shape();
+    if m == 0 || n == 0 {
+        return;
+    }
+    let r = m.min(n);
+    let block = qr::recommended_block_size::<f64>(m, n);
+    let mut coefficients = Mat::<f64>::zeros(block, r);
+    let mut buffer = MemBuffer::new(qr::qr_in_place_scratch::<f64>(
+        m,
+        n,
+        block,
+        Par::Seq,
+        Default::default(),
+    ));
+    qr::qr_in_place(
+        a.rb_mut(),
+        coefficients.as_mut(),
+        Par::Seq,
+        MemStack::new(&mut buffer),
+        Default::default(),
+    );
+    let mut k = 0;
+    for i in 0..n {
+        for j in i..n {
+            if i < r {
+                out[k] = a[(i, j)];
+            }
+            k += 1;
         }
     }
-    Some(inverse)
 }
 
-/// The lower Cholesky factor of `a` (row-major), or `None` if a pivot is not positive.
-fn cholesky(a: &[f64], n: usize) -> Option<Vec<f64>> {
-    let mut l = vec![0.0; n * n];
-    for i in 0..n {
-        for j in 0..=i {
-            let sum: f64 = (0..j).map(|k| l[i * n + k] * l[j * n + k]).sum();
-            if i == j {
-                let pivot = a[i * n + i] - sum;
-                if !(pivot > 0.0 && pivot.is_finite()) {
-                    return None;
-                }
-                l[i * n + i] = pivot.sqrt();
-            } else {
-                l[i * n + j] = (a[i * n + j] - sum) / l[j * n + j];
+/// `(R^T R)^-1` for the `R` of the QR of the stacked packed triangles `blocks` (each
+/// `n (n + 1) / 2` values, in the order given): the inverse of the sum of their `R_e^T R_e`,
+/// formed as `R^-1 R^-T` without ever forming `R^T R` (its condition number is the square of
+/// `R`'s). Row-major n x n, exactly symmetric; `None` when `R` is numerically singular (a
+/// diagonal entry at most `n * eps` times the largest) or the result is not finite.
+pub(crate) fn covariance_from_packed_r<'a>(
+    blocks: impl ExactSizeIterator<Item = &'a [f64]>,
+    n: usize,
+) -> Option<Vec<f64>> {
+    let rows = blocks.len().checked_mul(n)?;
+    let mut stacked = Mat::<f64>::zeros(rows, n);
+    for (e, packed) in blocks.enumerate() {
+        let mut k = 0;
+        for i in 0..n {
+            for j in i..n {
+                stacked[(e * n + i, j)] = packed[k];
+                k += 1;
             }
         }
     }
-    Some(l)
+    let r = triangular_factor(stacked, n)?;
+    // R^-1 by solving R X = I, then C = X X^T, upper triangle mirrored.
+    let mut inverse = Mat::<f64>::identity(n, n);
+    solve_upper_triangular_in_place(r.as_ref(), inverse.as_mut(), Par::Seq);
+    let mut covariance = vec![0.0; n * n];
+    for i in 0..n {
+        for j in i..n {
+            // X is upper triangular: row i is zero before column i.
+            let value: f64 = (j..n).map(|k| inverse[(i, k)] * inverse[(j, k)]).sum();
+            covariance[i * n + j] = value;
+            covariance[j * n + i] = value;
+        }
+    }
+    covariance
+        .iter()
+        .all(|v| v.is_finite())
+        .then_some(covariance)
+}
+
+/// The n x n upper triangular `R` of a QR of `a` (`rows x n`, rows >= n), or `None` when it
+/// is numerically singular.
+fn triangular_factor(mut a: Mat<f64>, n: usize) -> Option<Mat<f64>> {
+    let m = a.nrows();
+    if m < n || n == 0 {
+        return None;
+    }
+    let block = qr::recommended_block_size::<f64>(m, n);
+    let mut coefficients = Mat::<f64>::zeros(block, n);
+    let mut buffer = MemBuffer::try_new(qr::qr_in_place_scratch::<f64>(
+        m,
+        n,
+        block,
+        Par::Seq,
+        Default::default(),
+    ))
+    .ok()?;
+    qr::qr_in_place(
+        a.as_mut(),
+        coefficients.as_mut(),
+        Par::Seq,
+        MemStack::new(&mut buffer),
+        Default::default(),
+    );
+    let r = Mat::<f64>::from_fn(n, n, |i, j| if i <= j { a[(i, j)] } else { 0.0 });
+    let largest = (0..n).map(|i| r[(i, i)].abs()).fold(0.0, f64::max);
+    let threshold = n as f64 * f64::EPSILON * largest;
+    let regular = largest.is_finite()
+        && (0..n).all(|i| {
+            let d = r[(i, i)].abs();
+            d.is_finite() && d > threshold
+        });
+    regular.then_some(r)
 }
 
 #[cfg(test)]
@@ -58,15 +167,35 @@ mod tests {
     use super::*;
 
     #[test]
-    fn solves_and_inverts_a_known_system() {
-        // a = [[4, 2], [2, 3]], b = [2, 1] -> x = [0.5, 0]; a^-1 = [[3, -2], [-2, 4]] / 8.
+    fn solves_a_known_system() {
+        // a = [[4, 2], [2, 3]], b = [2, 1] -> x = [0.5, 0].
         let a = [4.0, 2.0, 2.0, 3.0];
         let x = cholesky_solve(&a, &[2.0, 1.0]).unwrap();
         assert!((x[0] - 0.5).abs() < 1e-15 && x[1].abs() < 1e-15);
-        let inverse = spd_inverse(&a, 2).unwrap();
-        for (got, want) in inverse.iter().zip([3.0 / 8.0, -0.25, -0.25, 0.5]) {
-            assert!((got - want).abs() < 1e-15);
-        }
+        // Indefinite and NaN matrices are refused.
         assert!(cholesky_solve(&[1.0, 2.0, 2.0, 1.0], &[1.0, 1.0]).is_none());
+        assert!(cholesky_solve(&[f64::NAN, 0.0, 0.0, 1.0], &[1.0, 1.0]).is_none());
+    }
+
+    #[test]
+    fn the_covariance_of_split_blocks_is_the_inverse_of_the_summed_normal_matrix() {
+        // J = [[2, 1], [0, 1], [1, 1]] split into blocks of 1 and 2 rows:
+        // J^T J = [[5, 3], [3, 3]], inverse [[3, -3], [-3, 5]] / 6.
+        let packed = |mut a: Vec<f64>, m: usize| {
+            let mut out = [0.0; 3];
+            packed_r_in_place(MatMut::from_row_major_slice_mut(&mut a, m, 2), &mut out);
+            out
+        };
+        let first = packed(vec![2.0, 1.0], 1);
+        let mut second = packed(vec![0.0, 1.0, 1.0, 1.0], 2);
+        let covariance =
+            covariance_from_packed_r([&first[..], &second[..]].into_iter(), 2).unwrap();
+        for (got, want) in covariance.iter().zip([0.5, -0.5, -0.5, 5.0 / 6.0]) {
+            assert!((got - want).abs() < 1e-15, "{covariance:?}");
+        }
+        // Collinear columns: singular.
+        second = packed(vec![1.0, 2.0, 2.0, 4.0], 2);
+        assert!(covariance_from_packed_r([&second[..]].into_iter(), 2).is_none());
+        assert!(qr_scratch_bytes(100, 3) > 0);
     }
 }

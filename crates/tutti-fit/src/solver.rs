@@ -5,15 +5,24 @@
 //! allgather and summed by every rank in EXPERIMENT order. The iterates therefore do not
 //! depend on the device count or on which rank evaluated which experiment: they are
 //! bitwise identical on 1 or G devices, with or without balancing.
+//!
+//! Each record also carries the triangle `R_e` of a QR of the experiment's Jacobian block;
+//! the covariance at the solution comes from the QR of those triangles stacked in experiment
+//! order (`R^T R = J^T J`), never from inverting `J^T J`.
 
 use std::time::Instant;
 
+use faer::MatMut;
 use rayon::prelude::*;
-use tutti_group::{Comm, Group, RunError};
+use tutti_backend::{Device, Resources};
+use tutti_group::{Comm, Group};
+use tutti_plan::{ObjectSpec, Plan, Planner, Tier};
 
 use crate::balance::{block_assignment, lpt_assignment, makespan};
-use crate::linalg::{cholesky_solve, spd_inverse};
-use crate::{Experiment, FitError, Mesh};
+use crate::linalg::{
+    cholesky_solve, covariance_from_packed_r, packed_r_in_place, qr_scratch_bytes,
+};
+use crate::{Experiment, FitError};
 
 /// Options of [`fit`], with documented defaults.
 #[derive(Clone, Debug)]
@@ -37,6 +46,11 @@ pub struct FitOptions {
     /// never prints: the `tutti` CLI installs a logger that writes these lines to stderr, and
     /// a program sees them with any `log` logger of its own.
     pub progress: bool,
+    /// Where the fit runs: the experiments are split over the devices these resources select
+    /// (one rank per device, a data axis over all of them), and the memory caps bound the
+    /// fit's buffers (see [`plan`]). Default [`Resources::default`]: every GPU, else one
+    /// simulated device on all cores. The result does not depend on the device count.
+    pub resources: Resources,
 }
 
 impl Default for FitOptions {
@@ -49,6 +63,7 @@ impl Default for FitOptions {
             initial_damping: 1e-3,
             balance_steps: None,
             progress: false,
+            resources: Resources::default(),
         }
     }
 }
@@ -69,6 +84,12 @@ impl FitOptions {
     /// These options with per-iteration progress reports (see [`FitOptions::progress`]).
     pub fn with_progress(mut self, progress: bool) -> Self {
         self.progress = progress;
+        self
+    }
+
+    /// These options running on `resources` (see [`FitOptions::resources`]).
+    pub fn with_resources(mut self, resources: Resources) -> Self {
+        self.resources = resources;
         self
     }
 }
@@ -102,10 +123,15 @@ pub struct FitReport {
     /// Why it stopped.
     pub termination: Termination,
     /// `(J^T J)^-1` at the solution, row-major n x n: the parameters' covariance when the
-    /// residuals are weighted by their standard deviations. `None` if singular.
+    /// residuals are weighted by their standard deviations. Formed as `R^-1 R^-T` from a QR
+    /// of the Jacobian (blockwise, in experiment order), which is better conditioned than
+    /// inverting `J^T J`. `None` if `R` is numerically singular (a diagonal entry at most
+    /// `n * eps` times the largest).
     pub covariance: Option<Vec<f64>>,
     /// The number of residuals over all experiments.
     pub residual_count: usize,
+    /// The devices (ranks) the experiments were split over.
+    pub devices: usize,
     /// The modelled makespan (largest per-rank cost) of the starting assignment.
     pub makespan_initial: f64,
     /// The modelled makespan of the final assignment, with the same costs.
@@ -141,6 +167,8 @@ struct Evaluation {
     gradient: Vec<f64>,
     /// Row-major n x n.
     curvature: Vec<f64>,
+    /// Each experiment's packed QR triangle, in experiment order (`n (n + 1) / 2` each).
+    triangles: Vec<f64>,
     /// Seconds each experiment took.
     seconds: Vec<f64>,
     /// The first experiment that failed, with its message.
@@ -150,7 +178,7 @@ struct Evaluation {
 }
 
 /// Per-experiment record layout in the allgather: index, status, seconds, cost, gradient
-/// (n), packed upper curvature (n(n+1)/2).
+/// (n), packed upper curvature (n(n+1)/2), packed QR triangle of the Jacobian (n(n+1)/2).
 const HEADER: usize = 4;
 const OK: f64 = 0.0;
 const FAILED: f64 = 1.0;
@@ -214,8 +242,12 @@ fn try_zeros(len: usize) -> Option<Vec<f64>> {
     Some(out)
 }
 
+fn packed_len(n: usize) -> usize {
+    n * (n + 1) / 2
+}
+
 fn record_width(n: usize) -> usize {
-    HEADER + n + n * (n + 1) / 2
+    HEADER + n + 2 * packed_len(n)
 }
 
 /// One experiment's record: evaluates it and forms its contributions.
@@ -246,7 +278,8 @@ fn evaluate_one<E: Experiment>(
     }
     record[1] = OK;
     record[3] = 0.5 * residuals.iter().map(|r| r * r).sum::<f64>();
-    let (gradient, packed) = record[HEADER..].split_at_mut(n);
+    let (gradient, rest) = record[HEADER..].split_at_mut(n);
+    let (packed, triangle) = rest.split_at_mut(packed_len(n));
     for (row, r) in jacobian.chunks_exact(n).zip(&residuals) {
         for j in 0..n {
             gradient[j] += row[j] * r;
@@ -259,6 +292,11 @@ fn evaluate_one<E: Experiment>(
             }
         }
     }
+    // The Jacobian is not needed any more: factor it in place.
+    packed_r_in_place(
+        MatMut::from_row_major_slice_mut(&mut jacobian, m, n),
+        triangle,
+    );
     (record, None)
 }
 
@@ -275,10 +313,7 @@ fn evaluate_all<E: Experiment>(
     let mine: Vec<usize> = (0..experiments.len())
         .filter(|&e| assignment[e] == comm.rank())
         .collect();
-    let pool = comm
-        .device()
-        .thread_pool()
-        .map_err(|err| FitError::Group(err.to_string()))?;
+    let pool = comm.device().thread_pool()?;
     let started = Instant::now();
     let local: Vec<(Vec<f64>, Option<String>)> = pool.install(|| {
         mine.par_iter()
@@ -329,6 +364,7 @@ fn evaluate_all<E: Experiment>(
         cost: 0.0,
         gradient: vec![0.0; n],
         curvature: vec![0.0; n * n],
+        triangles: Vec::new(),
         seconds: records.iter().map(|r| r[2]).collect(),
         failure,
         timing: (evaluating, 0.0),
@@ -338,9 +374,14 @@ fn evaluate_all<E: Experiment>(
         evaluation.timing.1 = started.elapsed().as_secs_f64();
         return Ok(evaluation);
     }
+    let triangle_start = HEADER + n + packed_len(n);
+    evaluation.triangles = Vec::with_capacity(records.len() * packed_len(n));
     for record in &records {
         evaluation.cost += record[3];
-        let (gradient, packed) = record[HEADER..].split_at(n);
+        evaluation
+            .triangles
+            .extend_from_slice(&record[triangle_start..]);
+        let (gradient, packed) = record[HEADER..triangle_start].split_at(n);
         for (acc, g) in evaluation.gradient.iter_mut().zip(gradient) {
             *acc += g;
         }
@@ -361,57 +402,133 @@ fn evaluate_all<E: Experiment>(
     Ok(evaluation)
 }
 
-/// Fits `initial` to `experiments`, split over the mesh's data axis, by Levenberg–Marquardt
-/// with Nielsen's damping update and Marquardt's diagonal scaling.
+/// Fits `initial` to `experiments`, split over the devices of [`FitOptions::resources`] (a
+/// data axis: one rank per device, each evaluating its share of the experiments), by
+/// Levenberg–Marquardt with Nielsen's damping update and Marquardt's diagonal scaling.
 ///
 /// Each iteration solves `(J^T J + lambda D) step = -J^T r` with `D` the diagonal of
 /// `J^T J`, accepts the step if the cost falls, and adapts `lambda` by the ratio of actual
 /// to predicted reduction. A trial point where an experiment fails counts as a rejected
 /// step; a failure at the starting point is an error naming the experiment.
 ///
+/// Before anything is evaluated the fit makes its [`plan`] and refuses, with the plan's
+/// numbers ([`FitError::Plan`]), when its buffers do not fit the devices' memory or the caps
+/// of the resources.
+///
 /// Errors: no experiments, no parameters, a non-finite starting point, an experiment that
 /// fails at the starting point, [`FitError::OutOfMemory`] for an experiment whose residuals
 /// and Jacobian (`residual_count() * (n + 1)` doubles) overflow, exceed the host's physical
-/// memory or cannot be reserved (checked before anything is evaluated), or a failure of the
-/// group.
+/// memory or cannot be reserved (checked before anything is evaluated),
+/// [`FitError::Devices`] when the resources select no device (zero devices, an unknown
+/// ordinal, a GPU request without CUDA), [`FitError::Plan`], or a failure of the group (a
+/// panicking experiment is [`FitError::Group`] with the rank and the panic message).
 pub fn fit<E: Experiment>(
     experiments: &[E],
     initial: &[f64],
-    mesh: &Mesh,
     options: &FitOptions,
 ) -> Result<FitReport, FitError> {
-    if experiments.is_empty() {
-        return Err(FitError::invalid("experiments", "at least one is needed"));
-    }
-    if initial.is_empty() {
-        return Err(FitError::invalid(
-            "initial",
-            "at least one parameter is needed",
-        ));
-    }
+    check_problem(experiments, initial.len())?;
     if let Some(i) = initial.iter().position(|x| !x.is_finite()) {
         return Err(FitError::invalid(
             "initial",
             format!("parameter {i} is {}, expected a finite number", initial[i]),
         ));
     }
-    check_sizes(experiments, initial.len())?;
-    let ranks: Vec<_> = mesh
-        .data_groups()
-        .into_iter()
-        .filter_map(|group| group.into_iter().next())
-        .collect();
-    let group = Group::new(ranks).map_err(|err| FitError::Group(err.to_string()))?;
-    let reports = group
-        .run(|comm| solve(comm, experiments, initial, options))
-        .map_err(|err| match err {
-            RunError::Failed { error, .. } => error,
-            other => FitError::Group(other.to_string()),
-        })?;
+    let group = Group::from_resources(&options.resources)?;
+    plan_on(
+        group.devices(),
+        experiments,
+        initial.len(),
+        &options.resources,
+    )?;
+    let reports = group.run(|comm| solve(comm, experiments, initial, options))?;
     reports
         .into_iter()
         .next()
         .ok_or_else(|| FitError::Group("the group returned no result".into()))
+}
+
+/// The memory plan of a fit of `parameters` parameters to `experiments` under
+/// [`FitOptions::resources`], without running it: the objects every rank holds, placed by
+/// [`tutti_plan::Planner`] on the device tier (the fit neither spills nor moves them), with
+/// the budget they were checked against. `Plan`'s `Display` prints it as a table. [`fit`]
+/// makes the same plan first and refuses to start when it does not fit.
+///
+/// The objects, per device (`c` = concurrent evaluations on one device, the smaller of its
+/// thread count and the number of experiments; `m` = the largest residual count; `E` = the
+/// number of experiments; `n` = `parameters`):
+/// - `jacobian blocks`: `c` blocks of `m x n` doubles, one per experiment being evaluated;
+/// - `residuals`: `c` vectors of `m` doubles;
+/// - `qr workspace`: `c` workspaces of faer's blocked QR of an `m x n` block;
+/// - `contributions`: `2E` records (cost, gradient, packed `J^T J`, packed QR triangle) of
+///   `4 + n + n (n + 1)` doubles: the gathered records of all experiments and this rank's;
+/// - `normal matrix`: 4 matrices of `n x n` doubles (`J^T J` now and at the trial point,
+///   the damped system, its Cholesky factor);
+/// - `stacked triangles`: the `E n x n` stack whose QR gives the covariance.
+///
+/// Errors: as [`fit`] for an empty problem and for device selection; [`FitError::Plan`]
+/// when the objects do not fit (the message lists each object with what it needed and what
+/// was free) or the budget cannot be measured.
+pub fn plan<E: Experiment>(
+    experiments: &[E],
+    parameters: usize,
+    options: &FitOptions,
+) -> Result<Plan, FitError> {
+    check_problem(experiments, parameters)?;
+    let devices = options.resources.select()?;
+    plan_on(&devices, experiments, parameters, &options.resources)
+}
+
+/// Refuses an empty problem and sizes no host can hold.
+fn check_problem<E: Experiment>(experiments: &[E], parameters: usize) -> Result<(), FitError> {
+    if experiments.is_empty() {
+        return Err(FitError::invalid("experiments", "at least one is needed"));
+    }
+    if parameters == 0 {
+        return Err(FitError::invalid(
+            "initial",
+            "at least one parameter is needed",
+        ));
+    }
+    check_sizes(experiments, parameters)
+}
+
+/// The plan of [`plan`] on devices already selected.
+fn plan_on<E: Experiment>(
+    devices: &[Device],
+    experiments: &[E],
+    n: usize,
+    resources: &Resources,
+) -> Result<Plan, FitError> {
+    let to_u64 = |x: usize| u64::try_from(x).unwrap_or(u64::MAX);
+    let m = experiments
+        .iter()
+        .map(Experiment::residual_count)
+        .max()
+        .unwrap_or(0);
+    let count = experiments.len();
+    let threads = devices.iter().map(Device::threads).max().unwrap_or(1);
+    let concurrent = to_u64(threads.clamp(1, count.max(1)));
+    let doubles = |entries: usize| to_u64(entries).saturating_mul(8);
+    let objects = [
+        ObjectSpec::per_device("jacobian blocks", doubles(m.saturating_mul(n)), concurrent),
+        ObjectSpec::per_device("residuals", doubles(m), concurrent),
+        ObjectSpec::per_device("qr workspace", qr_scratch_bytes(m, n), concurrent),
+        ObjectSpec::per_device(
+            "contributions",
+            doubles(record_width(n)),
+            to_u64(count).saturating_mul(2),
+        ),
+        ObjectSpec::per_device("normal matrix", doubles(n.saturating_mul(n)), 4),
+        ObjectSpec::per_device(
+            "stacked triangles",
+            doubles(n.saturating_mul(n)),
+            to_u64(count),
+        ),
+    ]
+    .map(|object| object.no_slower_than(Tier::Device));
+    let budget = tutti_plan::Budget::from_devices(devices, resources)?;
+    Ok(Planner::new(budget).plan(&objects)?)
 }
 
 /// The costs used for balancing: the experiments' estimates when all give one, else the
@@ -542,7 +659,11 @@ fn solve<E: Experiment>(
     };
     Ok(FitReport {
         gradient_norm: gradient_norm(&current.gradient),
-        covariance: spd_inverse(&current.curvature, n),
+        covariance: if comm.rank() == 0 {
+            covariance_from_packed_r(current.triangles.chunks_exact(packed_len(n)), n)
+        } else {
+            None
+        },
         parameters,
         cost: current.cost,
         iterations,
@@ -552,6 +673,7 @@ fn solve<E: Experiment>(
             .iter()
             .map(Experiment::residual_count)
             .fold(0, usize::saturating_add),
+        devices: ranks,
         makespan_initial,
         makespan_final: makespan(&costs, &assignment, ranks),
         rebalances,

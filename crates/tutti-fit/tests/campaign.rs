@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use tutti_backend::Resources;
 use tutti_fit::ledger::read_ledger;
 use tutti_fit::{
-    checkpointed_map, CampaignItem, CampaignOptions, Execution, FitError, Ledger, TaskContext,
-    TaskStatus,
+    checkpointed_map, resource_groups, CampaignItem, CampaignOptions, Execution, FitError, Ledger,
+    TaskContext, TaskStatus,
 };
 
 fn items(n: usize) -> Vec<CampaignItem<u64>> {
@@ -170,13 +170,13 @@ fn a_held_ledger_is_refused() {
 #[test]
 fn device_groups_share_the_work_and_results_keep_item_order() {
     let dir = tempfile::tempdir().unwrap();
-    let devices = Resources::cpu(4).select().unwrap();
-    let groups = vec![devices[..2].to_vec(), devices[2..].to_vec()];
-    let options = CampaignOptions::default().with_execution(Execution::DeviceGroups(groups));
+    let groups = resource_groups(&Resources::cpu(4), &[2, 2]).unwrap();
+    let options = CampaignOptions::default().with_execution(Execution::Groups(groups));
     let task = |input: &u64, context: &TaskContext<'_>| {
-        assert_eq!(context.devices.len(), 2);
+        let devices = context.resources.select().map_err(|e| e.to_string())?;
+        assert_eq!(devices.len(), 2);
         std::thread::sleep(Duration::from_millis(2));
-        Ok::<_, String>((square(input), context.devices[0].index()))
+        Ok::<_, String>((square(input), devices[0].ordinal()))
     };
     let items = items(20);
     let outcome = checkpointed_map(task, &items, &ledger_in(&dir), &options).unwrap();

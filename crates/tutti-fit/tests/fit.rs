@@ -1,12 +1,16 @@
-//! Fits against known answers: Rosenbrock, a linear model against its normal equations, and
-//! the reaction-network example on 1 and 3 simulated devices.
+//! Fits against known answers: Rosenbrock, a linear model against its normal equations (and
+//! its covariance against the closed form), Läuchli's ill-conditioned matrix, the
+//! reaction-network example on 1 to 4 simulated devices; typed device errors, a failing
+//! rank, and memory plans.
 
-use tutti_backend::Resources;
+use tutti_backend::{BackendError, DeviceRequest, Resources};
 use tutti_fit::example::{synthetic_experiments, START_RATES, TRUE_RATES};
-use tutti_fit::{fit, Experiment, FitError, FitOptions, Mesh, Termination};
+use tutti_fit::{fit, plan, Experiment, FitError, FitOptions, Termination};
+use tutti_plan::{PlanError, Tier};
 
-fn mesh(devices: usize) -> Mesh {
-    Mesh::data(Resources::cpu(devices).select().expect("devices")).expect("mesh")
+/// `options` on `devices` simulated devices.
+fn cpu(devices: usize, options: &FitOptions) -> FitOptions {
+    options.clone().with_resources(Resources::cpu(devices))
 }
 
 /// Rosenbrock's function as least squares: r = (10 (y - x^2), 1 - x), minimum at (1, 1).
@@ -26,13 +30,7 @@ impl Experiment for Rosenbrock {
 
 #[test]
 fn rosenbrock_converges_to_its_minimum() {
-    let report = fit(
-        &[Rosenbrock],
-        &[-1.2, 1.0],
-        &mesh(1),
-        &FitOptions::default(),
-    )
-    .unwrap();
+    let report = fit(&[Rosenbrock], &[-1.2, 1.0], &cpu(1, &FitOptions::default())).unwrap();
     assert!(report.converged(), "{:?}", report.termination);
     assert!(
         (report.parameters[0] - 1.0).abs() < 1e-9,
@@ -110,8 +108,7 @@ fn a_linear_model_matches_its_normal_equations_on_any_device_count() {
     let one = fit(
         &experiments,
         &[0.0, 0.0, 0.0],
-        &mesh(1),
-        &FitOptions::default(),
+        &cpu(1, &FitOptions::default()),
     )
     .unwrap();
     for (got, want) in one.parameters.iter().zip(&expected) {
@@ -124,8 +121,7 @@ fn a_linear_model_matches_its_normal_equations_on_any_device_count() {
         let many = fit(
             &experiments,
             &[0.0, 0.0, 0.0],
-            &mesh(devices),
-            &FitOptions::default(),
+            &cpu(devices, &FitOptions::default()),
         )
         .unwrap();
         let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
@@ -136,14 +132,104 @@ fn a_linear_model_matches_its_normal_equations_on_any_device_count() {
         );
         assert_eq!(many.cost.to_bits(), one.cost.to_bits());
         assert_eq!(many.iterations, one.iterations);
+        let covariance = |report: &tutti_fit::FitReport| bits(report.covariance.as_ref().unwrap());
+        assert_eq!(covariance(&many), covariance(&one), "{devices} devices");
+    }
+    // The covariance of a linear model is (A^T A)^-1 exactly: here by the adjugate. A^T A
+    // has a condition number near 1e3, so QR and adjugate agree to ~1e-13; 1e-11 is loose.
+    let covariance = one.covariance.as_ref().unwrap();
+    let scale = covariance.iter().fold(0.0_f64, |m, x| m.max(x.abs()));
+    for i in 0..3 {
+        for j in 0..3 {
+            let minor = |r: usize, c: usize| {
+                let rows: Vec<usize> = (0..3).filter(|&k| k != r).collect();
+                let cols: Vec<usize> = (0..3).filter(|&k| k != c).collect();
+                ata[rows[0]][cols[0]] * ata[rows[1]][cols[1]]
+                    - ata[rows[0]][cols[1]] * ata[rows[1]][cols[0]]
+            };
+            let sign = if (i + j) % 2 == 0 { 1.0 } else { -1.0 };
+            let want = sign * minor(j, i) / det(ata);
+            let got = covariance[i * 3 + j];
+            assert!(
+                (got - want).abs() < 1e-11 * scale,
+                "({i}, {j}): {got} vs {want}"
+            );
+        }
+    }
+}
+
+/// Läuchli's matrix as residuals: r = J p - y with J = [[1, 1], [d, 0], [0, d]].
+struct Lauchli {
+    d: f64,
+}
+
+impl Experiment for Lauchli {
+    fn residual_count(&self) -> usize {
+        3
+    }
+    fn evaluate(&self, p: &[f64], r: &mut [f64], j: &mut [f64]) -> Result<(), String> {
+        let d = self.d;
+        r.copy_from_slice(&[p[0] + p[1] - 2.0, d * p[0] - d, d * p[1] - d]);
+        j.copy_from_slice(&[1.0, 1.0, d, 0.0, 0.0, d]);
+        Ok(())
+    }
+}
+
+#[test]
+fn the_covariance_comes_from_a_qr_of_the_jacobian_not_from_inverting_j_t_j() {
+    // J^T J = [[1 + d^2, 1], [1, 1 + d^2]] has condition number ~2 / d^2 = 2e14: formed in
+    // floating point it loses about 1e-2 of d^2, and so would its inverse. The QR of J
+    // (condition ~1.4e7) keeps the closed form [[1 + d^2, -1], [-1, 1 + d^2]] / (d^2 (2 + d^2))
+    // to about cond(J) * eps = 3e-9; 1e-6 leaves room and still fails a J^T J inverse.
+    let d = 1e-7;
+    let report = fit(
+        &[Lauchli { d }],
+        &[0.5, 0.5],
+        &cpu(1, &FitOptions::default().with_max_iterations(20)),
+    )
+    .unwrap();
+    let covariance = report.covariance.expect("full rank");
+    let det = d * d * (2.0 + d * d);
+    let want = [1.0 + d * d, -1.0, -1.0, 1.0 + d * d].map(|x| x / det);
+    for (got, want) in covariance.iter().zip(want) {
+        assert!((got / want - 1.0).abs() < 1e-6, "{got:e} vs {want:e}");
+    }
+}
+
+#[test]
+fn the_example_is_bitwise_identical_on_1_2_3_and_4_devices() {
+    let experiments = synthetic_experiments(11).unwrap();
+    let run = |devices| {
+        fit(
+            &experiments,
+            &START_RATES,
+            &cpu(devices, &FitOptions::default()),
+        )
+        .unwrap()
+    };
+    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    let one = run(1);
+    for devices in 2..=4 {
+        let many = run(devices);
+        assert_eq!(bits(&many.parameters), bits(&one.parameters), "{devices}");
+        assert_eq!(many.cost.to_bits(), one.cost.to_bits(), "{devices}");
+        assert_eq!(
+            bits(many.covariance.as_ref().unwrap()),
+            bits(one.covariance.as_ref().unwrap()),
+            "{devices}"
+        );
+        assert_eq!(
+            (many.iterations, many.evaluations),
+            (one.iterations, one.evaluations)
+        );
     }
 }
 
 #[test]
 fn the_example_recovers_the_true_rates_identically_on_1_and_3_devices() {
     let experiments = synthetic_experiments(2026).unwrap();
-    let one = fit(&experiments, &START_RATES, &mesh(1), &FitOptions::default()).unwrap();
-    let three = fit(&experiments, &START_RATES, &mesh(3), &FitOptions::default()).unwrap();
+    let one = fit(&experiments, &START_RATES, &cpu(1, &FitOptions::default())).unwrap();
+    let three = fit(&experiments, &START_RATES, &cpu(3, &FitOptions::default())).unwrap();
     assert!(one.converged(), "{:?}", one.termination);
     // Bitwise the same iterates: the sums run in experiment order on any device count.
     assert_eq!(
@@ -188,8 +274,8 @@ fn balancing_shortens_a_skewed_makespan_and_never_changes_the_result() {
     }
     let on = FitOptions::default().with_balance_steps(true);
     let off = FitOptions::default().with_balance_steps(false);
-    let balanced = fit(&experiments, &START_RATES, &mesh(2), &on).unwrap();
-    let unbalanced = fit(&experiments, &START_RATES, &mesh(2), &off).unwrap();
+    let balanced = fit(&experiments, &START_RATES, &cpu(2, &on)).unwrap();
+    let unbalanced = fit(&experiments, &START_RATES, &cpu(2, &off)).unwrap();
     // Blocks put 5 + 5 + 1 on rank 0: makespan 11; LPT gives 5 + 1 + 1 on each: 7.
     assert_eq!(unbalanced.makespan_initial, 11.0);
     assert_eq!(unbalanced.makespan_final, 11.0);
@@ -215,8 +301,7 @@ fn failures_and_bad_input_are_clear_errors() {
     let err = fit(
         &[Failing, Failing, Failing],
         &[1.0],
-        &mesh(2),
-        &FitOptions::default(),
+        &cpu(2, &FitOptions::default()),
     )
     .unwrap_err();
     assert!(
@@ -224,20 +309,18 @@ fn failures_and_bad_input_are_clear_errors() {
         "{err}"
     );
     let none: [Rosenbrock; 0] = [];
-    assert!(fit(&none, &[1.0, 1.0], &mesh(1), &FitOptions::default()).is_err());
+    assert!(fit(&none, &[1.0, 1.0], &cpu(1, &FitOptions::default())).is_err());
     let err = fit(
         &[Rosenbrock],
         &[f64::NAN, 1.0],
-        &mesh(1),
-        &FitOptions::default(),
+        &cpu(1, &FitOptions::default()),
     )
     .unwrap_err();
     assert!(err.to_string().contains("parameter 0 is NaN"), "{err}");
     let limited = fit(
         &[Rosenbrock],
         &[-1.2, 1.0],
-        &mesh(1),
-        &FitOptions::default().with_max_iterations(2),
+        &cpu(1, &FitOptions::default().with_max_iterations(2)),
     )
     .unwrap();
     assert_eq!(limited.termination, Termination::MaxIterations);
@@ -268,7 +351,7 @@ fn residual_counts_no_buffer_can_hold_are_refused_before_allocating() {
         (usize::MAX / 999, None),
     ] {
         let experiments = [Rosenbrock.residual_count(), count].map(|count| Claims { count });
-        let error = fit(&experiments, &initial, &mesh(1), &FitOptions::default()).unwrap_err();
+        let error = fit(&experiments, &initial, &cpu(1, &FitOptions::default())).unwrap_err();
         match &error {
             FitError::OutOfMemory { what, bytes: got } => {
                 assert!(
@@ -287,6 +370,160 @@ fn progress_reports_go_to_the_log_facade() {
     // With `progress` the fit runs as without it (it used to write to stderr from the
     // library; now nothing is printed unless the program installs a logger).
     let options = FitOptions::default().with_progress(true);
-    let report = fit(&[Rosenbrock], &[-1.2, 1.0], &mesh(2), &options).unwrap();
+    let report = fit(&[Rosenbrock], &[-1.2, 1.0], &cpu(2, &options)).unwrap();
+    assert!(report.converged(), "{:?}", report.termination);
+}
+
+#[test]
+fn device_selection_errors_are_typed() {
+    let fit_on = |resources: Resources| {
+        fit(
+            &[Rosenbrock],
+            &[-1.2, 1.0],
+            &FitOptions::default().with_resources(resources),
+        )
+        .unwrap_err()
+    };
+    let err = fit_on(Resources::cpu(0));
+    assert!(
+        matches!(err, FitError::Devices(BackendError::ZeroDevices)),
+        "{err}"
+    );
+    let err = fit_on(Resources::cpu(1).with_devices(DeviceRequest::Ordinals(vec![100_000])));
+    assert!(
+        matches!(
+            err,
+            FitError::Devices(BackendError::UnknownOrdinal {
+                ordinal: 100_000,
+                ..
+            })
+        ),
+        "{err}"
+    );
+    // Without the `cuda` feature a GPU request says so; with it but without a GPU, no device.
+    let err = fit_on(Resources::gpu(1));
+    assert!(
+        matches!(
+            err,
+            FitError::Devices(
+                BackendError::CudaNotBuilt
+                    | BackendError::NoDevices { .. }
+                    | BackendError::MoreDevicesThanExist { .. }
+            )
+        ),
+        "{err}"
+    );
+    assert!(
+        std::error::Error::source(&err).is_some(),
+        "the backend error is the source"
+    );
+    // plan() selects the same way.
+    let err = plan(
+        &[Rosenbrock],
+        2,
+        &FitOptions::default().with_resources(Resources::cpu(0)),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(err, FitError::Devices(BackendError::ZeroDevices)),
+        "{err}"
+    );
+}
+
+/// Experiment `index` of a set: fails (or panics) when it is the chosen one.
+struct OneBad {
+    index: usize,
+    bad: usize,
+    panic: bool,
+}
+
+impl Experiment for OneBad {
+    fn residual_count(&self) -> usize {
+        2
+    }
+    fn evaluate(&self, p: &[f64], r: &mut [f64], j: &mut [f64]) -> Result<(), String> {
+        if self.index == self.bad {
+            if self.panic {
+                panic!("experiment {} blew up", self.index);
+            }
+            return Err(format!("experiment {} diverged", self.index));
+        }
+        Rosenbrock.evaluate(p, r, j)
+    }
+}
+
+/// Runs `work` on a thread and waits at most 60 s for it: a hang fails the test.
+fn within_a_minute<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
+    let (send, receive) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = send.send(work());
+    });
+    receive
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("the fit hung or its thread died")
+}
+
+#[test]
+fn an_error_in_one_experiment_on_one_rank_surfaces_without_a_hang() {
+    // Eight experiments on four devices: experiment 5 is on rank 2.
+    for panic in [false, true] {
+        let err = within_a_minute(move || {
+            let experiments: Vec<OneBad> = (0..8)
+                .map(|index| OneBad {
+                    index,
+                    bad: 5,
+                    panic,
+                })
+                .collect();
+            fit(&experiments, &[-1.2, 1.0], &cpu(4, &FitOptions::default())).unwrap_err()
+        });
+        if panic {
+            assert!(
+                matches!(&err, FitError::Group(message) if message.contains("experiment 5 blew up")),
+                "{err}"
+            );
+        } else {
+            assert!(
+                matches!(&err, FitError::Experiment { index: 5, message } if message.contains("experiment 5 diverged")),
+                "{err}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_cap_too_small_for_the_plan_is_refused_up_front_and_a_sufficient_one_runs() {
+    let experiments = synthetic_experiments(3).unwrap();
+    // Per device: 2 x 6 contribution records of 4 + 3 + 12 doubles are 1824 bytes alone.
+    let small =
+        FitOptions::default().with_resources(Resources::cpu(2).with_device_memory_cap(1024));
+    let err = plan(&experiments, 3, &small).unwrap_err();
+    assert!(
+        matches!(err, FitError::Plan(PlanError::DoesNotFit { .. })),
+        "{err}"
+    );
+    assert!(err.to_string().contains("contributions"), "{err}");
+    // fit refuses with the same numbers before evaluating anything.
+    let refused = fit(&experiments, &START_RATES, &small).unwrap_err();
+    assert_eq!(refused.to_string(), err.to_string());
+
+    let enough =
+        FitOptions::default().with_resources(Resources::cpu(2).with_device_memory_cap(1 << 20));
+    let table = plan(&experiments, 3, &enough).unwrap();
+    let listed = table.to_string();
+    for object in [
+        "jacobian blocks",
+        "residuals",
+        "qr workspace",
+        "contributions",
+        "normal matrix",
+    ] {
+        assert!(listed.contains(object), "{listed}");
+    }
+    // 6 experiments of 24 residuals x 3 parameters: one block is 576 bytes.
+    let blocks = table.placement("jacobian blocks").unwrap();
+    assert_eq!(blocks.object.bytes_each(), 24 * 3 * 8);
+    assert_eq!(blocks.tier, Tier::Device);
+    let report = fit(&experiments, &START_RATES, &enough).unwrap();
     assert!(report.converged(), "{:?}", report.termination);
 }
