@@ -188,6 +188,52 @@ typedef int32_t TuttiDtype;
 typedef struct TuttiTrain TuttiTrain;
 
 /**
+ * Which devices a computation may use, and how much memory and scratch space.
+ *
+ * Start from `tutti_resources_default` (or a workload's `tutti_*_options_default`, which
+ * fills its `resources` field the same way), then set what you need:
+ * `opts.resources.kind = TUTTI_KIND_CPU; opts.resources.devices = 4;`.
+ */
+typedef struct TuttiResources {
+    /**
+     * `TUTTI_KIND_CPU` (simulated devices), `TUTTI_KIND_GPU` or `TUTTI_KIND_AUTO` (the
+     * default: GPUs when there are any, else simulated devices).
+     */
+    int kind;
+    /**
+     * `TUTTI_ALL_DEVICES` (-1, the default), or n >= 1 for the first n devices. 0 is an
+     * error. Must stay `TUTTI_ALL_DEVICES` when `ordinals` is set.
+     */
+    int devices;
+    /**
+     * NULL (the default), or `ordinal_count` device ordinals in rank order; an ordinal may
+     * repeat (two ranks then share one device). The array is read during the call only.
+     */
+    const int *ordinals;
+    /**
+     * The length of `ordinals` (at least 1 when `ordinals` is set; ignored when NULL).
+     */
+    int ordinal_count;
+    /**
+     * Use at most this many bytes on each device; 0 = no cap beyond the device's memory.
+     */
+    uint64_t device_memory_bytes;
+    /**
+     * Use at most this many bytes of host memory in all; 0 = no cap.
+     */
+    uint64_t host_memory_bytes;
+    /**
+     * The directory for scratch (spill) files, NUL-terminated UTF-8; NULL = the system
+     * temporary directory. Read during the call only.
+     */
+    const char *scratch_dir;
+    /**
+     * Write at most this many bytes of scratch files; 0 = no limit beyond the free space.
+     */
+    uint64_t scratch_limit_bytes;
+} TuttiResources;
+
+/**
  * Options of `tutti_rhf_energy` and `tutti_rhf_energy_bohr`. Start from
  * `tutti_rhf_options_default`.
  */
@@ -451,9 +497,12 @@ typedef struct TuttiDeviceInfo {
  */
 typedef struct TuttiFitOptions {
     /**
-     * Simulated devices the experiments are split over (at least 1; default 1).
+     * Where the fit runs: the experiments are split over these devices (default:
+     * `tutti_resources_default`, every GPU, else one simulated device using all cores). The
+     * result is bit-identical for any device count; memory caps too small for the fit's
+     * buffers are refused up front (`TUTTI_ERROR_OUT_OF_MEMORY`, with the plan's numbers).
      */
-    int devices;
+    struct TuttiResources resources;
     /**
      * Most iterations (default 200).
      */
@@ -547,52 +596,6 @@ typedef struct TuttiFmmOptions {
      */
     int f32_far_field;
 } TuttiFmmOptions;
-
-/**
- * Which devices a computation may use, and how much memory and scratch space.
- *
- * Start from `tutti_resources_default` (or a workload's `tutti_*_options_default`, which
- * fills its `resources` field the same way), then set what you need:
- * `opts.resources.kind = TUTTI_KIND_CPU; opts.resources.devices = 4;`.
- */
-typedef struct TuttiResources {
-    /**
-     * `TUTTI_KIND_CPU` (simulated devices), `TUTTI_KIND_GPU` or `TUTTI_KIND_AUTO` (the
-     * default: GPUs when there are any, else simulated devices).
-     */
-    int kind;
-    /**
-     * `TUTTI_ALL_DEVICES` (-1, the default), or n >= 1 for the first n devices. 0 is an
-     * error. Must stay `TUTTI_ALL_DEVICES` when `ordinals` is set.
-     */
-    int devices;
-    /**
-     * NULL (the default), or `ordinal_count` device ordinals in rank order; an ordinal may
-     * repeat (two ranks then share one device). The array is read during the call only.
-     */
-    const int *ordinals;
-    /**
-     * The length of `ordinals` (at least 1 when `ordinals` is set; ignored when NULL).
-     */
-    int ordinal_count;
-    /**
-     * Use at most this many bytes on each device; 0 = no cap beyond the device's memory.
-     */
-    uint64_t device_memory_bytes;
-    /**
-     * Use at most this many bytes of host memory in all; 0 = no cap.
-     */
-    uint64_t host_memory_bytes;
-    /**
-     * The directory for scratch (spill) files, NUL-terminated UTF-8; NULL = the system
-     * temporary directory. Read during the call only.
-     */
-    const char *scratch_dir;
-    /**
-     * Write at most this many bytes of scratch files; 0 = no limit beyond the free space.
-     */
-    uint64_t scratch_limit_bytes;
-} TuttiResources;
 
 /**
  * Options of `tutti_src`. Start from `tutti_src_options_default` and set `chi_out`.
@@ -802,7 +805,10 @@ int tutti_device_count(int kind, int *count);
 int tutti_device_info(int kind, int count, int index, struct TuttiDeviceInfo *out);
 
 /**
- * Writes the default fit options to `*options`.
+ * Writes the default fit options to `*options`: the default resources, 200 iterations,
+ * tolerances 1e-10 (gradient), 1e-12 (step), 1e-14 (cost).
+ *
+ * Errors: `TUTTI_ERROR_NULL_POINTER` for NULL.
  *
  * # Safety
  * `options` is NULL or valid for writing a `TuttiFitOptions`.
@@ -812,12 +818,13 @@ int tutti_fit_options_default(struct TuttiFitOptions *options);
 /**
  * Fits `n_parameters` parameters, starting from `initial`, to `n_experiments` experiments
  * whose residuals and Jacobians `residual_fn` computes (experiment `e` has
- * `residual_counts[e]` residuals), by Levenberg–Marquardt over `options->devices` simulated
- * devices; the result does not depend on the device count.
+ * `residual_counts[e]` residuals), by Levenberg–Marquardt with the experiments split over
+ * the devices of `options->resources`; the result does not depend on the device count.
  *
  * Outputs (caller-owned, written only on success): `parameters_out` (`n_parameters`
  * values), `covariance_out` (`n_parameters * n_parameters` values, row-major, the inverse of
- * `J^T J` at the solution; may be NULL), `result_out` (diagnostics).
+ * `J^T J` at the solution, formed from a QR of the Jacobian; may be NULL), `result_out`
+ * (diagnostics).
  *
  * `options` may be NULL for the defaults. The callback may run concurrently from several
  * threads for different experiments, and must be safe to do so with `user_data`.
@@ -826,13 +833,16 @@ int tutti_fit_options_default(struct TuttiFitOptions *options);
  * non-finite initial values, bad options (`TUTTI_ERROR_INVALID_ARGUMENT`); the callback
  * failing at the starting point (`TUTTI_ERROR_CALLBACK`); a singular `J^T J` when
  * `covariance_out` is requested, outputs that overlap each other or an input
- * (`TUTTI_ERROR_INVALID_ARGUMENT`); a problem too large for memory
- * (`TUTTI_ERROR_OUT_OF_MEMORY`).
+ * (`TUTTI_ERROR_INVALID_ARGUMENT`); a problem too large for memory or for the caps of
+ * `options->resources` (`TUTTI_ERROR_OUT_OF_MEMORY`); device selection as for every
+ * workload (`TUTTI_ERROR_INVALID_ARGUMENT` for zero devices or an unknown ordinal,
+ * `TUTTI_ERROR_UNSUPPORTED` for a GPU request without CUDA, ...).
  *
  * # Safety
  * `residual_counts` holds `n_experiments` ints, `initial` and `parameters_out`
  * `n_parameters` doubles, `covariance_out` (if not NULL) `n_parameters^2` doubles;
- * `options` and `result_out` are NULL or valid; the callback honours its contract.
+ * `options` and `result_out` are NULL or valid (and `options->resources`' pointers NULL or
+ * valid as documented on `TuttiResources`); the callback honours its contract.
  */
 int tutti_fit(TuttiResidualFn residual_fn,
               void *user_data,
