@@ -19,16 +19,25 @@ def exponential(experiment: int, p: list[float]):
     return r, jac
 
 
-def test_fit_recovers_exact_parameters_on_one_and_three_devices() -> None:
-    one = tutti.fit(exponential, [5, 5, 5, 5], [1.0, 0.0], devices=1)
-    three = tutti.fit(exponential, [5, 5, 5, 5], [1.0, 0.0], devices=3)
+def cpu(devices: int, **caps) -> tutti.Resources:
+    return tutti.Resources(kind="cpu", devices=devices, **caps)
+
+
+def test_fit_recovers_exact_parameters_with_the_same_bits_on_1_to_4_devices() -> None:
+    one = tutti.fit(exponential, [5, 5, 5, 5], [1.0, 0.0], resources=cpu(1))
     assert one.converged
     assert one.parameters[0] == pytest.approx(2.0, abs=1e-10)
     assert one.parameters[1] == pytest.approx(-0.5, abs=1e-10)
     assert one.cost < 1e-20
-    assert three.parameters == one.parameters  # the same bits
     cov = one.covariance
-    assert cov[0][0] > 0 and cov[1][1] > 0 and cov[0][1] == pytest.approx(cov[1][0], rel=1e-12)
+    assert cov[0][0] > 0 and cov[1][1] > 0 and cov[0][1] == cov[1][0]
+    for devices in (2, 3, 4):
+        many = tutti.fit(exponential, [5, 5, 5, 5], [1.0, 0.0], resources=cpu(devices))
+        assert many.parameters == one.parameters  # the same bits
+        assert many.covariance == one.covariance
+    # None is the library's default resources.
+    default = tutti.fit(exponential, [5, 5, 5, 5], [1.0, 0.0], resources=None)
+    assert default.parameters == pytest.approx(one.parameters, abs=1e-12)
 
 
 def test_a_noisy_linear_fit_matches_the_normal_equations() -> None:
@@ -65,8 +74,29 @@ def test_bad_arguments_raise() -> None:
     assert caught.value.status == tutti.Status.ERROR_INVALID_ARGUMENT
     assert "n_experiments" in caught.value.message
     with pytest.raises(tutti.TuttiError) as caught:
-        tutti.fit(exponential, [5], [1.0, 0.0], devices=0)
-    assert "devices" in caught.value.message
+        tutti.fit(exponential, [5], [1.0, 0.0], resources=tutti.Resources(kind="cpu", ordinals=(100000,)))
+    assert caught.value.status == tutti.Status.ERROR_INVALID_ARGUMENT
+    assert "100000" in caught.value.message
+    with pytest.raises(TypeError):
+        tutti.fit(exponential, [5], [1.0, 0.0], resources=2)
+    with pytest.raises(TypeError):
+        tutti.fit(exponential, [5], [1.0, 0.0], devices=2)  # the old keyword is gone
+
+
+def test_a_memory_cap_too_small_is_refused_before_the_callback_runs() -> None:
+    calls = []
+
+    def model(experiment: int, p: list[float]):
+        calls.append(experiment)
+        return exponential(experiment, p)
+
+    # 20000 residuals x 2 parameters: one Jacobian block is 320 000 bytes, more than a
+    # 0.1 MiB (104 858-byte) cap.
+    with pytest.raises(tutti.TuttiError) as caught:
+        tutti.fit(model, [20000], [1.0, 0.0], resources=cpu(1, device_memory_mib=0.1))
+    assert caught.value.status == tutti.Status.ERROR_OUT_OF_MEMORY
+    assert "jacobian blocks" in caught.value.message
+    assert calls == []
 
 
 def _failing_once(error: BaseException):
@@ -97,5 +127,5 @@ def test_a_keyboard_interrupt_in_the_callback_is_re_raised(counts, devices) -> N
     # One experiment: the second call is a trial step; two: the second experiment's start.
     model, calls = _failing_once(KeyboardInterrupt())
     with pytest.raises(KeyboardInterrupt):
-        tutti.fit(model, counts, [1.0, 0.0], devices=devices)
+        tutti.fit(model, counts, [1.0, 0.0], resources=cpu(devices))
     assert len(calls) == 2

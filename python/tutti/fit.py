@@ -6,13 +6,14 @@ import ctypes
 from dataclasses import dataclass
 
 from ._lib import Status, TuttiError, _check, _int, declare, lib
+from .resources import Resources, _c_resources, _CResources
 
 __all__ = ["FitResult", "fit"]
 
 
 class _CFitOptions(ctypes.Structure):
     _fields_ = [
-        ("devices", ctypes.c_int),
+        ("resources", _CResources),
         ("max_iterations", ctypes.c_int),
         ("gradient_tolerance", ctypes.c_double),
         ("step_tolerance", ctypes.c_double),
@@ -75,14 +76,24 @@ declare(
 )
 
 
-def fit(residuals, residual_counts, initial, *, devices: int = 1, max_iterations: int | None = None) -> FitResult:
+def fit(
+    residuals,
+    residual_counts,
+    initial,
+    *,
+    resources: Resources | None = None,
+    max_iterations: int | None = None,
+) -> FitResult:
     """Least-squares fit through a Python callback (``tutti_fit``).
 
     ``residuals(experiment, parameters)`` returns ``(r, jacobian)`` for one experiment:
     ``r`` a sequence of ``residual_counts[experiment]`` floats, ``jacobian`` their
     derivatives, as rows (one per residual) or flat row-major. The fit minimizes
-    ``0.5 * sum |r|^2`` over all experiments, split over ``devices`` simulated devices (the
-    result does not depend on how many).
+    ``0.5 * sum |r|^2`` over all experiments, split over the devices of ``resources`` (a
+    :class:`tutti.Resources`; ``None``: every GPU, else one simulated device using all
+    cores); the result is the same bits for any device count, and a memory cap too small for
+    the fit's buffers raises (``Status.ERROR_OUT_OF_MEMORY``) before the callback runs. The
+    covariance is ``(J^T J)^-1`` at the solution, from a QR of the Jacobian.
 
     An exception in the callback stops the fit (every later callback call reports failure
     without calling ``residuals``) and fails it, even where the library could have gone
@@ -118,7 +129,7 @@ def fit(residuals, residual_counts, initial, *, devices: int = 1, max_iterations
     callback = _RESIDUAL_FN(trampoline)  # kept alive for the whole call
     options = _CFitOptions()
     _check(lib.tutti_fit_options_default(ctypes.byref(options)))
-    options.devices = int(devices)
+    options.resources, keepalive = _c_resources(resources)
     if max_iterations is not None:
         options.max_iterations = int(max_iterations)
     counts_c = (ctypes.c_int * max(len(counts), 1))(*counts)
@@ -138,6 +149,7 @@ def fit(residuals, residual_counts, initial, *, devices: int = 1, max_iterations
         covariance_c,
         ctypes.byref(result_c),
     )
+    del keepalive  # the struct's pointers were read during the call
     if raised:
         first = raised[0]
         if not isinstance(first, Exception):  # KeyboardInterrupt, SystemExit: as themselves

@@ -28,7 +28,7 @@
 //! [`memory`] (buffers handed to C and [`tutti_free_c`]), [`resources`] (`TuttiResources`: where
 //! every workload call runs). Entry points live in one module per
 //! area: [`version`], [`devices`], [`fit`], [`fmm`], [`adjoint`], [`adjoint_gradient`],
-//! [`sweep`]; a workload adds its own module on the same core. The modules are ordinary
+//! [`train`], [`sweep`]; a workload adds its own module on the same core. The modules are ordinary
 //! Rust, tested from Rust; the `cdylib` and `staticlib` are a thin artifact over them.
 //!
 //! The header is generated from this crate by cbindgen (`cargo xtask header`): doc comments
@@ -45,6 +45,7 @@ pub mod memory;
 pub mod resources;
 pub mod status;
 pub mod sweep;
+pub mod train;
 pub mod version;
 
 pub use adjoint::{
@@ -66,10 +67,10 @@ pub use fmm::{tutti_direct_sum, tutti_fmm, tutti_fmm_options_default, TuttiFmmOp
 pub use memory::tutti_free_c;
 pub use resources::{tutti_resources_default, TuttiResources, TUTTI_ALL_DEVICES};
 pub use status::{tutti_status_name, Error, TuttiStatus};
-pub use sweep::{
-    tutti_src, tutti_src_options_default, tutti_train_distance, tutti_train_free,
-    tutti_train_from_arrays, tutti_train_from_dir, tutti_train_info, tutti_train_norm,
-    tutti_train_shapes, tutti_train_site, tutti_train_write_dir, TuttiDtype, TuttiSrcOptions,
-    TuttiTrain, TuttiTrainKind,
+pub use sweep::{tutti_src, tutti_src_options_default, TuttiSrcOptions};
+pub use train::{
+    tutti_train_distance, tutti_train_free, tutti_train_from_arrays, tutti_train_from_dir,
+    tutti_train_info, tutti_train_norm, tutti_train_shapes, tutti_train_site,
+    tutti_train_write_dir, TuttiDtype, TuttiTrain, TuttiTrainKind,
 };
 pub use version::tutti_version;
