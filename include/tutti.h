@@ -618,14 +618,14 @@ typedef struct TuttiSrcOptions {
     double cutoff;
     /**
      * The sketch's seed: the draws for sketch column j at site k depend only on
-     * (seed, k, j), so the result does not depend on `devices` beyond rounding (default 0).
+     * (seed, k, j), so the result does not depend on the devices beyond rounding (default 0).
      */
     uint64_t seed;
     /**
-     * Simulated (CPU) devices the sweep is split among, 1 to
-     * `TUTTI_MAX_SIMULATED_DEVICES` (default 1).
+     * Where the sweep runs and the memory its plan must fit in (default:
+     * `tutti_resources_default`, every GPU or one simulated device on all cores).
      */
-    int devices;
+    struct TuttiResources resources;
 } TuttiSrcOptions;
 
 #ifdef __cplusplus
@@ -956,6 +956,49 @@ int tutti_resources_default(struct TuttiResources *resources);
 const char *tutti_status_name(int status);
 
 /**
+ * Writes the default SRC options to `*options`: `chi_out` 0 (set it), no oversampling, no
+ * cutoff, seed 0, the default resources.
+ *
+ * # Safety
+ * `options` is NULL or valid for writing a `TuttiSrcOptions`.
+ */
+int tutti_src_options_default(struct TuttiSrcOptions *options);
+
+/**
+ * Compresses the product of the stack of `n` trains to bonds <= `options->chi_out` by
+ * successive randomized compression (one randomized sweep, split among the devices of
+ * `options->resources` by sketch columns). NULL `options` means the defaults (whose
+ * `chi_out`, 0, is an error: set it).
+ *
+ * `stack` is in mathematical order: `{u3, u2, u1, psi}` is U3·U2·U1|psi>. An MPS may only
+ * come first (a bra, not conjugated) or last (a ket); the result is an MPS if there is one,
+ * else an MPO. If any train is complex128, the product is computed in complex128 (float64
+ * trains promoted). The result is right-canonical (site 0 carries the norm); it equals the
+ * exact product (to rounding) when `chi_out + oversample` reaches every exact bond. Stacks of
+ * 2 sites are contracted exactly; 1 site is an error. Before any work the sweep's large
+ * objects are planned within the devices' memory and the caps of `options->resources`.
+ *
+ * `out` receives the new train, released with `tutti_train_free`.
+ *
+ * Errors: NULL pointers (`TUTTI_ERROR_NULL_POINTER`); `n` below 1, trains of different
+ * lengths, an MPS in the middle, mismatched physical legs, `chi_out` below 1, a negative
+ * `oversample`, a cutoff outside [0, 1), a bad `options->resources` (a device count of 0,
+ * too many devices, an unknown ordinal: `TUTTI_ERROR_INVALID_ARGUMENT`; a GPU request in a
+ * build without CUDA: `TUTTI_ERROR_UNSUPPORTED`); a memory plan that does not fit the caps
+ * (`TUTTI_ERROR_OUT_OF_MEMORY`, the message with the numbers); a file of a directory train
+ * that turns out unreadable (`TUTTI_ERROR_IO`).
+ *
+ * # Safety
+ * `stack` holds `n` live handles; `options` is NULL or valid for reading a
+ * `TuttiSrcOptions` whose `resources` pointers are NULL or valid as documented on
+ * `TuttiResources`; `out` is NULL or valid for writing a pointer.
+ */
+int tutti_src(const struct TuttiTrain *const *stack,
+              int n,
+              const struct TuttiSrcOptions *options,
+              struct TuttiTrain **out);
+
+/**
  * Makes a train from one array per site, copying the data.
  *
  * - `kind`: `TUTTI_TRAIN_MPS` or `TUTTI_TRAIN_MPO`; `dtype`: `TUTTI_DTYPE_FLOAT64` or
@@ -1087,44 +1130,6 @@ int tutti_train_norm(const struct TuttiTrain *train, double *norm_out);
 int tutti_train_distance(const struct TuttiTrain *a,
                          const struct TuttiTrain *b,
                          double *distance_out);
-
-/**
- * Writes the default SRC options to `*options`: `chi_out` 0 (set it), no oversampling, no
- * cutoff, seed 0, 1 device.
- *
- * # Safety
- * `options` is NULL or valid for writing a `TuttiSrcOptions`.
- */
-int tutti_src_options_default(struct TuttiSrcOptions *options);
-
-/**
- * Compresses the product of the stack of `n` trains to bonds <= `options->chi_out` by
- * successive randomized compression (one randomized sweep, split among
- * `options->devices` simulated devices by sketch columns).
- *
- * `stack` is in mathematical order: `{u3, u2, u1, psi}` is U3·U2·U1|psi>. An MPS may only
- * come first (a bra, not conjugated) or last (a ket); the result is an MPS if there is one,
- * else an MPO. If any train is complex128, the product is computed in complex128 (float64
- * trains promoted). The result is right-canonical (site 0 carries the norm); it equals the
- * exact product (to rounding) when `chi_out + oversample` reaches every exact bond. Stacks of
- * 2 sites are contracted exactly; 1 site is an error.
- *
- * `out` receives the new train, released with `tutti_train_free`.
- *
- * Errors: NULL pointers (`TUTTI_ERROR_NULL_POINTER`); `n` below 1, trains of different
- * lengths, an MPS in the middle, mismatched physical legs, `chi_out` below 1, a negative
- * `oversample`, a cutoff outside [0, 1), a device count out of range
- * (`TUTTI_ERROR_INVALID_ARGUMENT`); a file of a directory train that turns out unreadable
- * (`TUTTI_ERROR_IO`).
- *
- * # Safety
- * `stack` holds `n` live handles; `options` is NULL or valid for reading a
- * `TuttiSrcOptions`; `out` is NULL or valid for writing a pointer.
- */
-int tutti_src(const struct TuttiTrain *const *stack,
-              int n,
-              const struct TuttiSrcOptions *options,
-              struct TuttiTrain **out);
 
 /**
  * Writes the library's version to `*major`, `*minor` and `*patch`.

@@ -4,7 +4,7 @@
  *
  * H (4 sites, d = 2, bond 3) and psi (bond 2) are filled with fixed numbers. With chi = 8,
  * above every exact bond of H psi (1, 2, 4, 2, 1), SRC must reproduce the dense vector H psi
- * (contracted here site by site) to 1e-12 relative, on 1 and on 2 devices; the result is read
+ * (contracted here site by site) to 1e-12 relative, on 1 to 4 simulated devices; the result is read
  * back through tutti_train_info / tutti_train_shapes / tutti_train_site. Then a mixed stack
  * (real H, complex psi) against the same dense product done in complex arithmetic, a
  * directory round trip, and the error paths: a bond mismatch (TUTTI_ERROR_INVALID_ARGUMENT
@@ -176,14 +176,17 @@ int main(void) {
     dense_h_psi(h_cores, psi_dense_c, 2, expected_c);
 
     TuttiSrcOptions options;
-    CHECK(tutti_src_options_default(&options) == TUTTI_OK && options.devices == 1 &&
-              options.chi_out == 0,
-          "default options: 1 device, chi_out to be set");
+    CHECK(tutti_src_options_default(&options) == TUTTI_OK &&
+              options.resources.kind == TUTTI_KIND_AUTO &&
+              options.resources.devices == TUTTI_ALL_DEVICES &&
+              options.resources.ordinals == NULL && options.chi_out == 0,
+          "default options: the default resources, chi_out to be set");
     options.chi_out = 8;
     options.seed = 7;
+    options.resources.kind = TUTTI_KIND_CPU;
     const TuttiTrain *stack[2] = {h, psi};
-    for (int devices = 1; devices <= 2; devices++) {
-        options.devices = devices;
+    for (int devices = 1; devices <= 4; devices++) {
+        options.resources.devices = devices;
         TuttiTrain *result = NULL;
         status = tutti_src(stack, 2, &options, &result);
         CHECK(status == TUTTI_OK && result, "tutti_src on %d device(s) (%d: %s)", devices, status,
@@ -206,7 +209,7 @@ int main(void) {
 
     /* A mixed stack is computed in complex128. */
     const TuttiTrain *mixed[2] = {h, psi_c};
-    options.devices = 2;
+    options.resources.devices = 2;
     TuttiTrain *result_c = NULL;
     status = tutti_src(mixed, 2, &options, &result_c);
     CHECK(status == TUTTI_OK, "tutti_src on real H, complex psi (%s)", tutti_last_error());
@@ -256,6 +259,46 @@ int main(void) {
     status = tutti_src(with_null, 2, &options, &none);
     CHECK(status == TUTTI_ERROR_NULL_POINTER && strstr(tutti_last_error(), "stack[1]"),
           "a NULL train is TUTTI_ERROR_NULL_POINTER: \"%s\"", tutti_last_error());
+    /* NULL options are the defaults, whose chi_out 0 must be set. */
+    status = tutti_src(stack, 2, NULL, &none);
+    CHECK(status == TUTTI_ERROR_INVALID_ARGUMENT && strstr(tutti_last_error(), "chi_out"),
+          "NULL options are the defaults (chi_out 0): \"%s\"", tutti_last_error());
+
+    /* Where it runs: the errors of TuttiResources, and a cap the plan cannot hold. */
+    TuttiSrcOptions refused = options;
+    refused.resources.devices = 0;
+    status = tutti_src(stack, 2, &refused, &none);
+    CHECK(status == TUTTI_ERROR_INVALID_ARGUMENT && strstr(tutti_last_error(), "resources"),
+          "zero devices is TUTTI_ERROR_INVALID_ARGUMENT: \"%s\"", tutti_last_error());
+    const int unknown[2] = {0, 100000};
+    refused.resources.devices = TUTTI_ALL_DEVICES;
+    refused.resources.ordinals = unknown;
+    refused.resources.ordinal_count = 2;
+    status = tutti_src(stack, 2, &refused, &none);
+    CHECK(status == TUTTI_ERROR_INVALID_ARGUMENT && strstr(tutti_last_error(), "100000"),
+          "an unknown ordinal is TUTTI_ERROR_INVALID_ARGUMENT: \"%s\"", tutti_last_error());
+    const int repeated[2] = {0, 0};
+    refused.resources.ordinals = repeated;
+    TuttiTrain *twice = NULL;
+    status = tutti_src(stack, 2, &refused, &twice);
+    CHECK(status == TUTTI_OK && twice, "two ranks on one device run (%s)", tutti_last_error());
+    tutti_train_free(twice);
+    int gpus = 0;
+    if (tutti_device_count(TUTTI_KIND_GPU, &gpus) != TUTTI_OK || gpus == 0) {
+        refused = options;
+        refused.resources.kind = TUTTI_KIND_GPU;
+        refused.resources.devices = TUTTI_ALL_DEVICES;
+        status = tutti_src(stack, 2, &refused, &none);
+        CHECK(status == TUTTI_ERROR_UNSUPPORTED || status == TUTTI_ERROR_DEVICE,
+              "a GPU request without a GPU is refused (%d: \"%s\")", status, tutti_last_error());
+    }
+    refused = options;
+    refused.resources.device_memory_bytes = 256;
+    status = tutti_src(stack, 2, &refused, &none);
+    CHECK(status == TUTTI_ERROR_OUT_OF_MEMORY && none == NULL &&
+              strstr(tutti_last_error(), "memory plan"),
+          "a 256-byte cap is refused before any work: \"%s\"", tutti_last_error());
+
     status = tutti_train_from_dir("/nonexistent/tutti", &none);
     CHECK(status == TUTTI_ERROR_IO, "a missing directory is TUTTI_ERROR_IO: \"%s\"",
           tutti_last_error());
