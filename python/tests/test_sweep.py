@@ -39,8 +39,12 @@ def dense_mpo(cores):
     return matrix[:, :, 0]
 
 
+def cpu(devices: int, **caps) -> tutti.Resources:
+    return tutti.Resources(kind="cpu", devices=devices, **caps)
+
+
 @pytest.mark.parametrize("complex_", [False, True])
-def test_src_reproduces_the_dense_product_on_1_and_2_devices(complex_):
+def test_src_reproduces_the_dense_product_on_1_to_4_devices(complex_):
     rng = np.random.default_rng(5)
     h_cores = random_cores(rng, 5, 3, (2, 2), complex_)
     g_cores = random_cores(rng, 5, 2, (2, 2), complex_)
@@ -53,15 +57,21 @@ def test_src_reproduces_the_dense_product_on_1_and_2_devices(complex_):
         for a, b in zip(psi.cores(), psi_cores):
             np.testing.assert_array_equal(a, b)
         results = []
-        for devices in (1, 2):
+        for devices in (1, 2, 3, 4):
             # Exact bonds of H G psi are at most 3 * 2 * 2 = 12 < 16.
-            result = tutti.src([h, g, psi], 16, seed=3, devices=devices)
+            result = tutti.src([h, g, psi], 16, seed=3, resources=cpu(devices))
             got = dense_mps(result.cores())
             assert np.linalg.norm(got - expected) <= 1e-12 * np.linalg.norm(expected)
             assert max(result.bonds) <= 16
             assert abs(result.norm() - np.linalg.norm(expected)) <= 1e-12 * result.norm()
             results.append(result)
-        assert results[0].distance(results[1]) <= 1e-12 * results[0].norm()
+        for other in results[1:]:
+            assert results[0].distance(other) <= 1e-12 * results[0].norm()
+        # The same count twice: the same bits.
+        again = tutti.src([h, g, psi], 16, seed=3, resources=cpu(3))
+        for a, b in zip(again.cores(), results[2].cores()):
+            np.testing.assert_array_equal(a, b)
+        again.close()
         for result in results:
             result.close()
 
@@ -114,3 +124,25 @@ def test_bad_input_raises_with_the_status_and_the_site():
     with pytest.raises(tutti.TuttiError) as error:
         tutti.Train.from_dir("/nonexistent/tutti/train")
     assert error.value.status == tutti.Status.ERROR_IO
+
+
+def test_where_it_runs_errors_and_a_refused_cap():
+    rng = np.random.default_rng(3)
+    h = random_cores(rng, 6, 3, (2, 2))
+    psi = random_cores(rng, 6, 8, (2,))
+    # None is the library's default resources; repeated ordinals put two ranks on one device.
+    default = tutti.src([h, psi], 6, seed=1, resources=None)
+    twice = tutti.src([h, psi], 6, seed=1, resources=tutti.Resources(kind="cpu", ordinals=(0, 0)))
+    assert default.distance(twice) <= 1e-12 * default.norm()
+    with pytest.raises(tutti.TuttiError) as caught:
+        tutti.src([h, psi], 6, resources=tutti.Resources(kind="cpu", ordinals=(0, 100000)))
+    assert caught.value.status == tutti.Status.ERROR_INVALID_ARGUMENT
+    assert "100000" in caught.value.message
+    with pytest.raises(tutti.TuttiError) as caught:
+        tutti.src([h, psi], 6, resources=cpu(1, device_memory_mib=0.001))
+    assert caught.value.status == tutti.Status.ERROR_OUT_OF_MEMORY
+    assert "memory plan" in caught.value.message
+    with pytest.raises(TypeError):
+        tutti.src([h, psi], 6, resources=2)
+    with pytest.raises(TypeError):
+        tutti.src([h, psi], 6, devices=2)  # the old keyword is gone

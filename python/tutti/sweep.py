@@ -9,6 +9,7 @@ import os
 import threading
 
 from ._lib import Status, TuttiError, _check, _int, declare, lib
+from .resources import Resources, _c_resources, _CResources
 
 __all__ = ["TrainKind", "Dtype", "Train", "src"]
 
@@ -34,7 +35,7 @@ class _CSrcOptions(ctypes.Structure):
         ("oversample", ctypes.c_int),
         ("cutoff", ctypes.c_double),
         ("seed", ctypes.c_uint64),
-        ("devices", ctypes.c_int),
+        ("resources", _CResources),
     ]
 
 
@@ -283,15 +284,18 @@ def src(
     oversample: int = 0,
     cutoff: float = 0.0,
     seed: int = 0,
-    devices: int = 1,
+    resources: Resources | None = None,
 ) -> Train:
     """The product of a stack of trains compressed to bonds <= ``chi`` by SRC (``tutti_src``).
 
     ``trains`` (``Train`` objects, or lists of numpy cores converted on the fly) are in
     mathematical order: ``src([h, psi], 16)`` is H|psi>. An MPS may only come first (a bra,
-    not conjugated) or last. The sweep is split among ``devices`` simulated devices; the result
-    does not depend on how many beyond rounding, and is exact when ``chi + oversample``
-    reaches every bond of the exact product.
+    not conjugated) or last. The sweep is split among the devices of ``resources`` (a
+    :class:`tutti.Resources`; ``None``: every GPU, else one simulated device using all cores);
+    the result does not depend on how many beyond rounding, and is exact when
+    ``chi + oversample`` reaches every bond of the exact product. The sweep's memory is
+    planned first: a cap in ``resources`` too small for it raises
+    (``Status.ERROR_OUT_OF_MEMORY``, with the numbers) before any work.
     """
     owned = [t if isinstance(t, Train) else Train(t) for t in trains]
     if not owned:
@@ -304,7 +308,7 @@ def src(
     if not 0 <= int(seed) < 2**64:
         raise TuttiError(Status.ERROR_INVALID_ARGUMENT, f"src: seed {seed} is not a u64")
     options.seed = int(seed)
-    options.devices = _int(devices, "devices").value
+    options.resources, keepalive = _c_resources(resources)
     out = ctypes.c_void_p()
     with contextlib.ExitStack() as pinned:
         handles = [pinned.enter_context(t._live()).value for t in owned]
@@ -312,4 +316,5 @@ def src(
         _check(
             lib.tutti_src(stack, _int(len(owned), "n"), ctypes.byref(options), ctypes.byref(out))
         )
+    del keepalive  # the struct's pointers were read during the call
     return Train(None, _handle=out.value)
