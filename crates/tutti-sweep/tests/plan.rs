@@ -11,7 +11,9 @@ use std::sync::Mutex;
 use common::random_train;
 use tutti_backend::Resources;
 use tutti_plan::{PlanError, Scope, Tier};
-use tutti_sweep::{plan, src, Layer, SrcOptions, SweepError, TensorTrain, TrainKind};
+use tutti_sweep::{
+    plan, src, Complex64, Layer, Scalar, SrcOptions, SweepError, TensorTrain, TrainKind,
+};
 
 /// The system allocator, counting the bytes live and the most live since the last reset.
 ///
@@ -80,6 +82,35 @@ fn planned_bytes(plan: &tutti_plan::Plan) -> u64 {
         .sum()
 }
 
+/// The heap peak of `src` on `layers` over what was live before, and the plan's total.
+fn measured<T: Scalar>(layers: &[&dyn Layer<T>], options: &SrcOptions) -> (u64, u64) {
+    let planned = planned_bytes(&plan(layers, options).unwrap());
+    // A first run starts the devices' thread pools, so the measured run sees the sweep.
+    let _ = src(layers, options).unwrap();
+    let before = LIVE.load(Ordering::Relaxed);
+    PEAK.store(before, Ordering::Relaxed);
+    let (result, _) = src(layers, options).unwrap();
+    let used = PEAK.load(Ordering::Relaxed) - before;
+    drop(result);
+    (planned, used as u64)
+}
+
+/// The plan is an upper bound of what the sweep holds at once, and not a loose one: within
+/// a factor 3 (it counts every spare buffer and every staging copy of the collectives at its
+/// largest, which the sweep seldom holds all at once).
+fn check(what: &str, (planned, used): (u64, u64)) {
+    let ratio = planned as f64 / used as f64;
+    println!("{what}: planned {planned} B, heap peak {used} B (plan / peak {ratio:.2})");
+    assert!(
+        used <= planned,
+        "{what}: peak {used} B above the plan's {planned} B"
+    );
+    assert!(
+        ratio < 3.0,
+        "{what}: plan {planned} B is {ratio:.2}x the peak {used} B"
+    );
+}
+
 #[test]
 fn the_plan_bounds_the_heap_the_sweep_uses() {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
@@ -89,29 +120,24 @@ fn the_plan_bounds_the_heap_the_sweep_uses() {
         let options = SrcOptions::new(chi)
             .with_seed(5)
             .with_resources(Resources::cpu(devices));
-        let planned = planned_bytes(&plan(&layers, &options).unwrap());
-        // A first run starts the devices' thread pools, so the measured run sees the sweep.
-        let _ = src(&layers, &options).unwrap();
-        let before = LIVE.load(Ordering::Relaxed);
-        PEAK.store(before, Ordering::Relaxed);
-        let (result, _) = src(&layers, &options).unwrap();
-        let used = PEAK.load(Ordering::Relaxed) - before;
-        drop(result);
-        let ratio = planned as f64 / used as f64;
-        println!(
-            "n {n} D_psi {d_psi} chi {chi} G {devices}: planned {planned} B, heap peak {used} B \
-             (plan / peak {ratio:.2})"
+        check(
+            &format!("H psi n {n} D_psi {d_psi} chi {chi} G {devices}"),
+            measured(&layers, &options),
         );
-        // The plan is an upper bound of what the sweep holds at once, and not a loose one:
-        // within a factor 3 (it counts every spare buffer and every staging copy of the
-        // collectives at its largest, which the sweep seldom holds all at once).
-        assert!(
-            used as u64 <= planned,
-            "peak {used} B above the plan's {planned} B"
-        );
-        assert!(
-            ratio < 3.0,
-            "plan {planned} B is {ratio:.2}x the peak {used} B"
+    }
+    // Three layers, complex, oversampled: A B psi.
+    let n = 10;
+    let a = random_train::<Complex64>(TrainKind::Mpo, &vec![(2, 2); n], 3, 1.0, 3);
+    let b = random_train::<Complex64>(TrainKind::Mpo, &vec![(2, 2); n], 2, 1.0, 4);
+    let psi = random_train::<Complex64>(TrainKind::Mps, &vec![(2, 1); n], 24, 0.9, 5);
+    let layers: [&dyn Layer<Complex64>; 3] = [&a, &b, &psi];
+    for devices in [1, 2] {
+        let options = SrcOptions::new(40)
+            .with_oversample(8)
+            .with_resources(Resources::cpu(devices));
+        check(
+            &format!("A B psi complex G {devices}"),
+            measured(&layers, &options),
         );
     }
 }
