@@ -239,10 +239,11 @@ typedef struct TuttiResources {
  */
 typedef struct TuttiRhfOptions {
     /**
-     * Threads of the Fock (J/K) build: 0 (default) = all cores (the global pool, which
-     * `RAYON_NUM_THREADS` sizes), n >= 1 = a dedicated pool of n threads.
+     * Where the SCF runs (default `tutti_resources_default`: every GPU, else one simulated
+     * device using all cores): one rank per device, each J/K build split among them. A
+     * memory cap that cannot hold the run is `TUTTI_ERROR_OUT_OF_MEMORY` before any work.
      */
-    int threads;
+    struct TuttiResources resources;
     /**
      * Total charge of the molecule (default 0); the electron count must come out even.
      */
@@ -319,14 +320,13 @@ typedef struct TuttiRhfResult {
  */
 typedef struct TuttiGradientOptions {
     /**
-     * The SCF's options (see `TuttiRhfOptions`); `rhf.threads` also sizes every loop of the
-     * gradient (one pool for all: 0 = all cores, the global pool that `RAYON_NUM_THREADS`
-     * sizes; n >= 1 = a dedicated pool of n threads).
+     * The SCF's options (see `TuttiRhfOptions`); `rhf.resources` also run every loop of
+     * the gradient (the same ranks, each loop split among them).
      */
     struct TuttiRhfOptions rhf;
     /**
-     * 1 to run the serial reference implementation, 0 (default) for the threaded one (over
-     * shell pairs); both give the same gradient to round-off.
+     * 1 to run the serial reference implementation, 0 (default) for the one split among the
+     * devices and threaded over shell pairs; both give the same gradient to round-off.
      */
     int serial;
 } TuttiGradientOptions;
@@ -416,9 +416,9 @@ typedef struct TuttiRhfGradient {
      */
     int iterations;
     /**
-     * Threads asked for (0 = all cores).
+     * Devices (ranks) the run was split among.
      */
-    int threads;
+    int devices;
     /**
      * Number of shells, the length of `shells`.
      */
@@ -633,8 +633,8 @@ extern "C" {
 #endif // __cplusplus
 
 /**
- * Writes the default RHF options to `*options`: all cores, neutral, spherical, 128
- * iterations, tolerances 1e-10 Eh and 1e-8.
+ * Writes the default RHF options to `*options`: the default resources, neutral,
+ * spherical, 128 iterations, tolerances 1e-10 Eh and 1e-8.
  *
  * # Safety
  * `options` is NULL or valid for writing a `TuttiRhfOptions`.
@@ -652,7 +652,7 @@ int tutti_rhf_options_default(struct TuttiRhfOptions *options);
  *
  * Outputs, written only on success: `*result_out` (caller-owned); and, when `json_out` is
  * not NULL, `*json_out`, a NUL-terminated JSON object (`energy`, `electronic_energy`,
- * `nuclear_repulsion`, `nao`, `shells`, `atoms`, `electrons`, `basis`, `angular`, `threads`,
+ * `nuclear_repulsion`, `nao`, `shells`, `atoms`, `electrons`, `basis`, `angular`, `devices`,
  * `iterations`, `delta_energy`, `delta_density`, `homo`, `lumo`, `timings`) that the caller
  * owns and releases with `tutti_free_c`.
  *
@@ -694,8 +694,8 @@ int tutti_rhf_energy_bohr(int n_atoms,
 
 /**
  * Writes the default gradient options to `*options`: the RHF defaults
- * (`tutti_rhf_options_default`: all cores, neutral, spherical, 128 iterations, tolerances
- * 1e-10 Eh and 1e-8) and the threaded implementation.
+ * (`tutti_rhf_options_default`: the default resources, neutral, spherical, 128
+ * iterations, tolerances 1e-10 Eh and 1e-8) and the split, threaded implementation.
  *
  * # Safety
  * `options` is NULL or valid for writing a `TuttiGradientOptions`.
@@ -717,7 +717,7 @@ int tutti_gradient_options_default(struct TuttiGradientOptions *options);
  * Outputs, written only on success: `*result_out`, whose arrays the caller owns and
  * releases with `tutti_rhf_gradient_free` (see `TuttiRhfGradient`); and, when `json_out`
  * is not NULL, `*json_out`, a NUL-terminated JSON document (`energy`, `iterations`,
- * `threads`, `timings`, `basis`: per atom {`atom`, `symbol`, `shells`: [{`l`, `exponents`,
+ * `devices`, `timings`, `basis`: per atom {`atom`, `symbol`, `shells`: [{`l`, `exponents`,
  * `coefficients`, `grad_exponents`, `grad_coefficients`}]}, `elements`: the per-element
  * sums) that the caller owns and releases with `tutti_free_c`.
  *

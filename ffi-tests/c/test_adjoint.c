@@ -67,15 +67,18 @@ int main(void) {
     char path[32];
     CHECK(write_basis_file(path), "wrote PySCF's sto-3g to %s", path);
 
-    /* H2O/sto-3g with PySCF's basis digits, on 1 and on 2 threads. */
+    /* H2O/sto-3g with PySCF's basis digits, on 1, 2 and 3 simulated devices. */
     TuttiRhfOptions options;
-    CHECK(tutti_rhf_options_default(&options) == TUTTI_OK && options.threads == 0 &&
-              options.max_iterations == 128 && options.cartesian == 0,
-          "default options: all cores, 128 iterations, spherical");
+    CHECK(tutti_rhf_options_default(&options) == TUTTI_OK &&
+              options.resources.kind == TUTTI_KIND_AUTO &&
+              options.resources.devices == TUTTI_ALL_DEVICES && options.max_iterations == 128 &&
+              options.cartesian == 0,
+          "default options: the default resources, 128 iterations, spherical");
     TuttiRhfResult serial, threaded;
-    options.threads = 1;
+    options.resources.kind = TUTTI_KIND_CPU;
+    options.resources.devices = 1;
     int status = tutti_rhf_energy(WATER_XYZ, path, &options, &serial, NULL);
-    CHECK(status == TUTTI_OK, "h2o/sto-3g on 1 thread returns TUTTI_OK (%d: %s)", status,
+    CHECK(status == TUTTI_OK, "h2o/sto-3g on 1 device returns TUTTI_OK (%d: %s)", status,
           tutti_last_error());
     CHECK(fabs(serial.energy - PYSCF_H2O_STO3G) < 1e-8,
           "E = %.12f Eh, PySCF %.12f Eh, |diff| = %.1e < 1e-8", serial.energy, PYSCF_H2O_STO3G,
@@ -87,19 +90,59 @@ int main(void) {
               fabs(serial.nuclear_repulsion - 9.194964854506077) < 1e-10,
           "E = E_el + E_nuc, E_nuc = %.12f Eh (PySCF 9.194964854506)", serial.nuclear_repulsion);
 
-    options.threads = 2;
+    options.resources.devices = 2;
     char *json = NULL;
     status = tutti_rhf_energy(WATER_XYZ, path, &options, &threaded, &json);
-    CHECK(status == TUTTI_OK && json != NULL, "h2o/sto-3g on 2 threads with JSON (%d: %s)",
+    CHECK(status == TUTTI_OK && json != NULL, "h2o/sto-3g on 2 devices with JSON (%d: %s)",
           status, tutti_last_error());
-    CHECK(fabs(threaded.energy - serial.energy) < 1e-12,
-          "2 threads agree with 1 to %.1e Eh (< 1e-12)", fabs(threaded.energy - serial.energy));
+    CHECK(fabs((threaded.energy - serial.energy) / serial.energy) <= 1e-12,
+          "2 devices agree with 1 to %.1e relative (<= 1e-12)",
+          fabs((threaded.energy - serial.energy) / serial.energy));
     if (json) {
         CHECK(json[0] == '{' && strstr(json, "\"energy\":") && strstr(json, "\"nao\":7") &&
-                  strstr(json, "\"iterations\":") && strstr(json, "\"threads\":2"),
-              "the JSON summary has energy, nao, iterations, threads");
+                  strstr(json, "\"iterations\":") && strstr(json, "\"devices\":2"),
+              "the JSON summary has energy, nao, iterations, devices");
         CHECK(tutti_free_c(json) == TUTTI_OK, "the JSON buffer is released with tutti_free_c");
     }
+    TuttiRhfResult three;
+    options.resources.devices = 3;
+    status = tutti_rhf_energy(WATER_XYZ, path, &options, &three, NULL);
+    CHECK(status == TUTTI_OK && fabs((three.energy - serial.energy) / serial.energy) <= 1e-12,
+          "3 devices agree with 1 to %.1e relative (%d)",
+          fabs((three.energy - serial.energy) / serial.energy), status);
+
+    /* Device requests that cannot be met, and a cap the run cannot fit in: typed errors. */
+    TuttiRhfResult refused = {0};
+    refused.energy = 42.0;
+    options.resources.devices = 0;
+    status = tutti_rhf_energy(WATER_XYZ, path, &options, &refused, NULL);
+    CHECK(status == TUTTI_ERROR_INVALID_ARGUMENT && strstr(tutti_last_error(), "resources"),
+          "zero devices: TUTTI_ERROR_INVALID_ARGUMENT (%d: %s)", status, tutti_last_error());
+    const int ordinals[2] = {0, 100000};
+    options.resources.devices = TUTTI_ALL_DEVICES;
+    options.resources.ordinals = ordinals;
+    options.resources.ordinal_count = 2;
+    status = tutti_rhf_energy(WATER_XYZ, path, &options, &refused, NULL);
+    CHECK(status == TUTTI_ERROR_INVALID_ARGUMENT && strstr(tutti_last_error(), "100000"),
+          "unknown ordinal: TUTTI_ERROR_INVALID_ARGUMENT (%d: %s)", status, tutti_last_error());
+    options.resources.ordinals = NULL;
+    options.resources.ordinal_count = 0;
+    options.resources.devices = 2;
+    options.resources.device_memory_bytes = 1024;
+    status = tutti_rhf_energy(WATER_XYZ, path, &options, &refused, NULL);
+    CHECK(status == TUTTI_ERROR_OUT_OF_MEMORY && strstr(tutti_last_error(), "memory plan"),
+          "a 1 KiB device cap: TUTTI_ERROR_OUT_OF_MEMORY with the plan (%d: %s)", status,
+          tutti_last_error());
+    options.resources.device_memory_bytes = 0;
+    options.resources.kind = TUTTI_KIND_GPU;
+    options.resources.devices = 1;
+    status = tutti_rhf_energy(WATER_XYZ, path, &options, &refused, NULL);
+    CHECK(status == TUTTI_OK || status == TUTTI_ERROR_UNSUPPORTED ||
+              status == TUTTI_ERROR_DEVICE,
+          "a GPU request: runs on a GPU, or is unsupported / a device error here (%d: %s)",
+          status, status == TUTTI_OK ? "" : tutti_last_error());
+    CHECK(status == TUTTI_OK || refused.energy == 42.0, "a failed call writes no result");
+    options.resources.kind = TUTTI_KIND_CPU;
     remove(path);
 
     /* The shipped sto-3g (basis_set_exchange digits): close to PySCF's, not identical. */

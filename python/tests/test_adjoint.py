@@ -40,17 +40,27 @@ END
 """
 
 
-def test_water_sto3g_matches_pyscf_and_threads_agree(tmp_path) -> None:
+def cpu(devices: int, **caps) -> tutti.Resources:
+    return tutti.Resources(kind="cpu", devices=devices, **caps)
+
+
+def test_water_sto3g_matches_pyscf_and_devices_agree(tmp_path) -> None:
     basis = tmp_path / "pyscf-sto3g.nw"
     basis.write_text(PYSCF_STO3G_NWCHEM)
-    one = tutti.rhf_energy(WATER, str(basis), threads=1)
-    two = tutti.rhf_energy(WATER, str(basis), threads=2)
+    one = tutti.rhf_energy(WATER, str(basis), resources=cpu(1))
+    two = tutti.rhf_energy(WATER, str(basis), resources=cpu(2))
     assert one.energy == pytest.approx(PYSCF_STO3G, abs=1e-8)
-    assert abs(two.energy - one.energy) < 1e-12
+    # Each Fock build is split among the devices: only the summation order differs.
+    for devices in (2, 3, 4):
+        many = tutti.rhf_energy(WATER, str(basis), resources=cpu(devices))
+        assert abs((many.energy - one.energy) / one.energy) <= 1e-12
+        again = tutti.rhf_energy(WATER, str(basis), resources=cpu(devices))
+        assert again.energy == many.energy  # the same bits run to run
+        assert many.summary["devices"] == devices
     assert (one.nao, one.electrons, one.converged) == (7, 10, True)
     assert one.electronic_energy + one.nuclear_repulsion == pytest.approx(one.energy, abs=1e-10)
     assert two.summary["energy"] == two.energy
-    assert two.summary["nao"] == 7 and two.summary["threads"] == 2
+    assert two.summary["nao"] == 7 and two.summary["devices"] == 2
     assert two.summary["iterations"] == two.iterations
     assert set(two.summary["timings"]) >= {"setup", "fock", "scf"}
 
@@ -86,8 +96,18 @@ def test_errors_raise_with_status_and_message(tmp_path) -> None:
     assert "did not converge in 2 iterations" in caught.value.message
 
     with pytest.raises(tutti.TuttiError) as caught:
-        tutti.rhf_energy(WATER, "sto-3g", threads=-1)
-    assert "options->threads" in caught.value.message
+        tutti.rhf_energy(WATER, "sto-3g", resources=tutti.Resources(kind="cpu", ordinals=(100000,)))
+    assert caught.value.status == tutti.Status.ERROR_INVALID_ARGUMENT
+    assert "100000" in caught.value.message
+
+    # 1 KiB per device cannot hold the run's matrices: refused before any work, with the plan.
+    with pytest.raises(tutti.TuttiError) as caught:
+        tutti.rhf_energy(WATER, "sto-3g", resources=cpu(2, device_memory_mib=1 / 1024))
+    assert caught.value.status == tutti.Status.ERROR_OUT_OF_MEMORY
+    assert "memory plan" in caught.value.message
+
+    with pytest.raises(TypeError):
+        tutti.rhf_energy(WATER, "sto-3g", threads=2)  # the old keyword is gone
 
 
 def test_rhf_structs_match_the_header(header: str) -> None:

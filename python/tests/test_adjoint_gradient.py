@@ -84,8 +84,12 @@ def pyscf_sto3g(tmp_path) -> str:
     return str(path)
 
 
+def cpu(devices: int, **caps) -> tutti.Resources:
+    return tutti.Resources(kind="cpu", devices=devices, **caps)
+
+
 def test_water_sto3g_matches_pyscf_finite_differences(pyscf_sto3g: str) -> None:
-    result = tutti.rhf_gradient(WATER, pyscf_sto3g, threads=1)
+    result = tutti.rhf_gradient(WATER, pyscf_sto3g, resources=cpu(1))
     assert result.energy == pytest.approx(WATER_ENERGY, abs=1e-8)
     assert [(s.atom, s.l, len(s.exponents)) for s in result.shells] == [
         (0, 0, 3), (0, 0, 3), (0, 1, 3), (1, 0, 3), (2, 0, 3),
@@ -96,7 +100,7 @@ def test_water_sto3g_matches_pyscf_finite_differences(pyscf_sto3g: str) -> None:
     # Renormalization: E does not change when one shell's coefficients are scaled.
     for shell in result.shells:
         assert abs(shell.coefficients @ shell.grad_coefficients) < 1e-8
-    assert result.threads == 1 and result.iterations > 1
+    assert result.devices == 1 and result.iterations > 1
     assert set(result.timings) == {
         "scf", "overlap", "core_hamiltonian", "two_electron", "fock", "total",
     }  # fmt: skip
@@ -104,8 +108,9 @@ def test_water_sto3g_matches_pyscf_finite_differences(pyscf_sto3g: str) -> None:
 
 
 def test_the_json_mirrors_the_basis_and_sums_elements(pyscf_sto3g: str) -> None:
-    result = tutti.rhf_gradient(WATER, pyscf_sto3g, threads=2)
+    result = tutti.rhf_gradient(WATER, pyscf_sto3g, resources=cpu(2))
     summary = result.summary
+    assert summary["devices"] == 2
     assert summary["energy"] == result.energy
     assert [atom["symbol"] for atom in summary["basis"]] == ["O", "H", "H"]
     json_flat = [
@@ -126,16 +131,22 @@ def test_the_json_mirrors_the_basis_and_sums_elements(pyscf_sto3g: str) -> None:
     )
 
 
-def test_threads_and_the_serial_path_agree(pyscf_sto3g: str) -> None:
-    one = tutti.rhf_gradient(WATER, pyscf_sto3g, threads=1)
+def test_devices_and_the_serial_path_agree(pyscf_sto3g: str) -> None:
+    one = tutti.rhf_gradient(WATER, pyscf_sto3g, resources=cpu(1))
     reference = one.flat()
-    scale = np.maximum(np.abs(reference), 1.0)
-    for other in (
-        tutti.rhf_gradient(WATER, pyscf_sto3g, threads=2),
-        tutti.rhf_gradient(WATER, pyscf_sto3g, threads=2, serial=True),
-    ):
-        assert abs(other.energy - one.energy) < 1e-12
-        assert np.max(np.abs(other.flat() - reference) / scale) <= 1e-12
+    # The agreement across device counts: 1e-10 relative to max(|g|, 1e-2).
+    scale = np.maximum(np.abs(reference), 1e-2)
+    for devices in (2, 3, 4):
+        other = tutti.rhf_gradient(WATER, pyscf_sto3g, resources=cpu(devices))
+        assert other.devices == devices
+        assert abs((other.energy - one.energy) / one.energy) <= 1e-12
+        assert np.max(np.abs(other.flat() - reference) / scale) <= 1e-10
+        again = tutti.rhf_gradient(WATER, pyscf_sto3g, resources=cpu(devices))
+        assert again.flat().tolist() == other.flat().tolist()  # the same bits run to run
+    # The serial loops from the same (1-device) SCF: their own rounding only.
+    serial = tutti.rhf_gradient(WATER, pyscf_sto3g, resources=cpu(1), serial=True)
+    assert serial.energy == one.energy
+    assert np.max(np.abs(serial.flat() - reference) / np.maximum(np.abs(reference), 1.0)) <= 1e-12
 
 
 def test_h2_sto3g_matches_pyscf_finite_differences(pyscf_sto3g: str, tmp_path) -> None:
@@ -158,8 +169,10 @@ def test_errors_raise_with_status_and_message(pyscf_sto3g: str, tmp_path) -> Non
          "basis.nw"),
         (dict(xyz=WATER, basis="sto-3g", max_iterations=2), tutti.Status.ERROR_NOT_CONVERGED,
          "did not converge in 2 iterations"),
-        (dict(xyz=WATER, basis="sto-3g", threads=-1), tutti.Status.ERROR_INVALID_ARGUMENT,
-         "options->threads"),
+        (dict(xyz=WATER, basis="sto-3g", resources=tutti.Resources(kind="cpu", ordinals=(100000,))),
+         tutti.Status.ERROR_INVALID_ARGUMENT, "100000"),
+        (dict(xyz=WATER, basis="sto-3g", resources=cpu(2, device_memory_mib=1 / 1024)),
+         tutti.Status.ERROR_OUT_OF_MEMORY, "memory plan"),
     ]  # fmt: skip
     for kwargs, status, words in cases:
         with pytest.raises(tutti.TuttiError) as caught:

@@ -9,13 +9,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ._lib import _check, _int, declare, lib
+from .resources import Resources, _c_resources, _CResources
 
 __all__ = ["RhfEnergy", "rhf_energy", "ShellGradient", "RhfGradient", "rhf_gradient"]
 
 
 class _CRhfOptions(ctypes.Structure):
     _fields_ = [
-        ("threads", ctypes.c_int),
+        ("resources", _CResources),
         ("charge", ctypes.c_int),
         ("cartesian", ctypes.c_int),
         ("max_iterations", ctypes.c_int),
@@ -42,7 +43,7 @@ class _CRhfResult(ctypes.Structure):
 @dataclass(frozen=True)
 class RhfEnergy:
     """The outcome of :func:`rhf_energy`: energies in hartree, and the library's JSON summary
-    (``summary``: energy, nao, shells, atoms, electrons, basis, angular, threads,
+    (``summary``: energy, nao, shells, atoms, electrons, basis, angular, devices,
     iterations, delta_energy, delta_density, homo, lumo, timings in seconds)."""
 
     energy: float
@@ -83,7 +84,7 @@ class _CRhfGradient(ctypes.Structure):
     _fields_ = [
         ("energy", ctypes.c_double),
         ("iterations", ctypes.c_int),
-        ("threads", ctypes.c_int),
+        ("devices", ctypes.c_int),
         ("n_shells", ctypes.c_int),
         ("n_primitives", ctypes.c_int),
         ("shells", ctypes.POINTER(_CGradientShell)),
@@ -113,8 +114,8 @@ class ShellGradient:
 class RhfGradient:
     """The outcome of :func:`rhf_gradient`: the RHF energy (hartree), one
     :class:`ShellGradient` per shell in basis order (atoms in XYZ order, each atom's shells
-    sorted by l, an SP shell split into s and p), SCF iterations, the thread count asked
-    for, ``timings`` in seconds (scf, overlap, core_hamiltonian, two_electron, fock, total)
+    sorted by l, an SP shell split into s and p), SCF iterations, the number of devices
+    (ranks) the run was split among, ``timings`` in seconds (scf, overlap, core_hamiltonian, two_electron, fock, total)
     and ``summary``, the library's JSON document parsed (energy, basis: per atom its shells
     with grad_exponents and grad_coefficients, elements: the sums over the atoms of each
     element, timings)."""
@@ -122,7 +123,7 @@ class RhfGradient:
     energy: float
     shells: list[ShellGradient]
     iterations: int
-    threads: int
+    devices: int
     timings: dict
     summary: dict
 
@@ -169,7 +170,7 @@ def rhf_energy(
     xyz,
     basis: str,
     *,
-    threads: int = 0,
+    resources: Resources | None = None,
     charge: int = 0,
     cartesian: bool = False,
     max_iterations: int | None = None,
@@ -178,10 +179,13 @@ def rhf_energy(
 
     ``xyz`` is the text of an XYZ file (Angstrom), or a path to one (a ``Path``, or a string
     without a newline naming a file). ``basis`` is a shipped name (sto-3g, 6-31g, 6-31g*,
-    cc-pvdz, def2-svp, def2-tzvp) or a path to an NWChem-format file. ``threads`` sizes the
-    Fock build's pool (0 = all cores). A basis or element the library does not know raises
-    TuttiError with ``Status.ERROR_INVALID_ARGUMENT``; an SCF that does not converge,
-    ``Status.ERROR_NOT_CONVERGED``.
+    cc-pvdz, def2-svp, def2-tzvp) or a path to an NWChem-format file. ``resources`` (a
+    :class:`tutti.Resources`; ``None``: every GPU, else one simulated device using all cores)
+    says where it runs: each Fock build is split among the devices, and any device count
+    agrees with one to rounding (1e-12 relative). A basis or element the library does not
+    know, or a bad device request, raises TuttiError with ``Status.ERROR_INVALID_ARGUMENT``;
+    a memory cap too small for the run, ``Status.ERROR_OUT_OF_MEMORY`` (before any work); an
+    SCF that does not converge, ``Status.ERROR_NOT_CONVERGED``.
     """
     import json
 
@@ -189,7 +193,7 @@ def rhf_energy(
         xyz = Path(xyz).read_text()
     options = _CRhfOptions()
     _check(lib.tutti_rhf_options_default(ctypes.byref(options)))
-    options.threads = _int(threads, "threads").value
+    options.resources, keepalive = _c_resources(resources)
     options.charge = _int(charge, "charge").value
     options.cartesian = 1 if cartesian else 0
     if max_iterations is not None:
@@ -205,6 +209,7 @@ def rhf_energy(
             ctypes.byref(text),
         )
     )
+    del keepalive  # the struct's pointers were read during the call
     try:
         summary = json.loads(ctypes.string_at(text.value).decode("utf-8"))
     finally:
@@ -225,7 +230,7 @@ def rhf_gradient(
     xyz,
     basis: str,
     *,
-    threads: int = 0,
+    resources: Resources | None = None,
     serial: bool = False,
     charge: int = 0,
     cartesian: bool = False,
@@ -234,8 +239,9 @@ def rhf_gradient(
     """The RHF energy and its gradient with respect to every exponent and library
     contraction coefficient of every shell on every atom (``tutti_rhf_gradient``).
 
-    ``xyz``, ``basis``, ``threads``, ``charge``, ``cartesian`` and ``max_iterations`` are as
-    for :func:`rhf_energy`; ``threads`` sizes every loop, SCF and gradient (0 = all cores).
+    ``xyz``, ``basis``, ``resources``, ``charge``, ``cartesian`` and ``max_iterations`` are
+    as for :func:`rhf_energy`; the devices of ``resources`` run every loop, SCF and gradient
+    (any device count agrees with one to 1e-10 relative).
     ``serial`` runs the serial reference implementation. The convention is PySCF's: each
     contracted function is renormalized, and the derivatives include that renormalization.
     Parameters are per atom; ``summary["elements"]`` holds the sums per element. Errors raise
@@ -251,7 +257,7 @@ def rhf_gradient(
         xyz = Path(xyz).read_text()
     options = _CGradientOptions()
     _check(lib.tutti_gradient_options_default(ctypes.byref(options)))
-    options.rhf.threads = _int(threads, "threads").value
+    options.rhf.resources, keepalive = _c_resources(resources)
     options.rhf.charge = _int(charge, "charge").value
     options.rhf.cartesian = 1 if cartesian else 0
     options.serial = 1 if serial else 0
@@ -268,6 +274,7 @@ def rhf_gradient(
             ctypes.byref(text),
         )
     )
+    del keepalive  # the struct's pointers were read during the call
     try:
         n = result.n_primitives
         arrays = {
@@ -293,7 +300,7 @@ def rhf_gradient(
         energy=result.energy,
         shells=shells,
         iterations=result.iterations,
-        threads=result.threads,
+        devices=result.devices,
         timings={name: getattr(result.timings, name) for name, _ in _CGradientTimings._fields_},
         summary=summary,
     )

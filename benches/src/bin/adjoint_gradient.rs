@@ -3,14 +3,16 @@
 //! For h2o/def2-tzvp and ch4/def2-svp (and c2h6/def2-svp with `--large`): the serial reference
 //! gradient's time breakdown (overlap, core Hamiltonian, two-electron, Fock/reduction); the
 //! gradient's measured serial part (pair set-up, densities, sums) with its Amdahl ceiling;
-//! the threaded gradient at each thread count with its speedup over one thread and over the
-//! serial reference and the serial fraction that speedup implies (Karp–Flatt, ceiling 1/e);
+//! the gradient on n simulated devices at each count n (`Resources::cpu(n)`: the host's cores
+//! split among n ranks, the work split among them) with its speedup over one device (which
+//! holds every core in one pool) and over the serial reference and the serial fraction that
+//! speedup implies (Karp–Flatt, ceiling 1/e);
 //! and the ratio of the gradient's time (after its SCF) and of the whole run (its SCF, with
 //! the gradient's tighter density tolerance, plus the gradient) to one SCF energy with the
-//! default settings at the same thread count (the baseline in the same run). The threaded
-//! result is checked against the serial one at every count.
+//! default settings on the same devices (the baseline in the same run). The split result is
+//! checked against the serial one at every count.
 //!
-//! `cargo run --release -p tutti-benches --bin adjoint_gradient [-- --threads 1 2 4]
+//! `cargo run --release -p tutti-benches --bin adjoint_gradient [-- --devices 1 2 4]
 //! [--repeats 1] [--large]`. Results: `benches/results/adjoint_gradient.json`.
 
 use std::error::Error;
@@ -21,6 +23,7 @@ use tutti_adjoint::{
     rhf, rhf_gradient, AngularKind, Basis, BasisSet, GradientOptions, Molecule, RhfGradient,
     ScfOptions,
 };
+use tutti_backend::Resources;
 use tutti_benches::{best_time, write_results};
 
 /// One case: a molecule (bohr) and a shipped basis.
@@ -88,7 +91,7 @@ fn cases(large: bool) -> Vec<Case> {
     out
 }
 
-/// `--threads 1 2 4`, `--repeats 1`, `--large` (the defaults: 1 2 4, 1, off).
+/// `--devices 1 2 4`, `--repeats 1`, `--large` (the defaults: 1 2 4, 1, off).
 fn arguments() -> Result<(Vec<usize>, usize, bool), Box<dyn Error>> {
     let mut threads = Vec::new();
     let mut repeats = 1;
@@ -96,13 +99,13 @@ fn arguments() -> Result<(Vec<usize>, usize, bool), Box<dyn Error>> {
     let mut args = std::env::args().skip(1).peekable();
     while let Some(arg) = args.next() {
         match arg.as_str() {
-            "--threads" => {
+            "--devices" => {
                 while let Some(value) = args.next_if(|next| !next.starts_with("--")) {
                     let count: usize = value
                         .parse()
-                        .map_err(|err| format!("--threads `{value}`: {err}"))?;
+                        .map_err(|err| format!("--devices `{value}`: {err}"))?;
                     if count == 0 {
-                        return Err("--threads: counts must be at least 1".into());
+                        return Err("--devices: counts must be at least 1".into());
                     }
                     threads.push(count);
                 }
@@ -116,7 +119,7 @@ fn arguments() -> Result<(Vec<usize>, usize, bool), Box<dyn Error>> {
             "--large" => large = true,
             other => {
                 return Err(format!(
-                    "unknown argument `{other}`; usage: adjoint_gradient [--threads N...] [--repeats R] [--large]"
+                    "unknown argument `{other}`; usage: adjoint_gradient [--devices N...] [--repeats R] [--large]"
                 )
                 .into())
             }
@@ -153,7 +156,7 @@ fn gradient_seconds(gradient: &RhfGradient) -> f64 {
 fn main() -> Result<(), Box<dyn Error>> {
     let (threads, repeats, large) = arguments()?;
     println!(
-        "adjoint_gradient: serial breakdown, threaded at {threads:?} thread(s) (best of {repeats}), {} core(s) here",
+        "adjoint_gradient: serial breakdown, split over {threads:?} device(s) (best of {repeats}), {} core(s) here",
         tutti_backend::system::host_cores()
     );
     let mut results = Vec::new();
@@ -166,7 +169,9 @@ fn main() -> Result<(), Box<dyn Error>> {
         )?;
         let label = format!("{}/{}", case.name, case.basis);
         let parameters: usize = basis.shells().iter().map(|s| 2 * s.exponents.len()).sum();
-        let serial_options = GradientOptions::default().with_serial(true).with_threads(1);
+        let serial_options = GradientOptions::default()
+            .with_serial(true)
+            .with_resources(Resources::cpu(1));
         let (_, serial) = best_time(repeats, || rhf_gradient(&molecule, &basis, &serial_options));
         let serial = serial?;
         let t = &serial.timings;
@@ -194,9 +199,9 @@ fn main() -> Result<(), Box<dyn Error>> {
         let mut rows = Vec::new();
         let mut one_thread: Option<f64> = None;
         for &count in &threads {
-            let options = GradientOptions::default().with_threads(count);
-            // The baseline: one plain SCF energy, the SCF's default settings, same threads.
-            let scf_options = ScfOptions::default().with_threads(count);
+            let options = GradientOptions::default().with_resources(Resources::cpu(count));
+            // The baseline: one plain SCF energy, the SCF's default settings, same devices.
+            let scf_options = ScfOptions::default().with_resources(Resources::cpu(count));
             let (scf_time, scf) = best_time(repeats, || rhf(&molecule, &basis, &scf_options));
             let scf = scf?;
             let (_, threaded) = best_time(repeats, || rhf_gradient(&molecule, &basis, &options));
@@ -214,7 +219,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             let difference = relative_difference(&threaded, &serial);
             let tt = &threaded.timings;
             println!(
-                "  {count} thread(s): gradient {seconds:.3} s (overlap {:.4}, core {:.4}, two-electron {:.3}, Fock {:.4}), speedup {speedup:.2}x vs 1 thread, {:.2}x vs serial{}; one SCF energy {scf_seconds:.3} s ({} iterations): gradient / SCF = {:.2}, whole run (its tighter SCF + gradient) / SCF = {:.2}; |threaded - serial| {difference:.1e} rel",
+                "  {count} device(s): gradient {seconds:.3} s (overlap {:.4}, core {:.4}, two-electron {:.3}, Fock {:.4}), speedup {speedup:.2}x vs 1 device, {:.2}x vs serial{}; one SCF energy {scf_seconds:.3} s ({} iterations): gradient / SCF = {:.2}, whole run (its tighter SCF + gradient) / SCF = {:.2}; |threaded - serial| {difference:.1e} rel",
                 tt.overlap,
                 tt.core_hamiltonian,
                 tt.two_electron,
@@ -232,10 +237,10 @@ fn main() -> Result<(), Box<dyn Error>> {
                 threaded.timings.total / scf_seconds,
             );
             rows.push(json!({
-                "threads": count,
+                "devices": count,
                 "gradient_seconds": seconds,
                 "timings": tt,
-                "speedup_vs_one_thread": speedup,
+                "speedup_vs_one_device": speedup,
                 "speedup_vs_serial": serial_gradient / seconds,
                 "serial_fraction_karp_flatt": serial_fraction,
                 "amdahl_ceiling": serial_fraction.filter(|e| *e > 0.0).map(|e| 1.0 / e),

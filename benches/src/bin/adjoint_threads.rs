@@ -2,7 +2,9 @@
 //!
 //! For ch4/def2-svp, c2h6/def2-svp and h2o/def2-tzvp: one J/K build of the converged density
 //! by the serial reference and by the threaded build at each thread count (best of a few
-//! runs), and a whole RHF at each thread count with the Fock build's share of its time.
+//! runs), and a whole RHF on as many simulated devices as the count (`Resources::cpu(n)`:
+//! the host's cores split among n ranks, each J/K build split among them) with the Fock
+//! build's share of its time.
 //! Baselines in the same run: the serial reference and one thread. When `python3` (or
 //! `$TUTTI_PYSCF_PYTHON`) can import PySCF, PySCF on the same molecule and basis name is
 //! timed too, at the same thread counts: its direct J/K build (`scf.hf.get_jk`, integrals
@@ -21,6 +23,7 @@ use serde_json::{json, Value};
 use tutti_adjoint::fock::{CoulombExchange, FockBuilder};
 use tutti_adjoint::integrals::EriEngine;
 use tutti_adjoint::{rhf, AngularKind, Basis, BasisSet, Molecule, ScfOptions};
+use tutti_backend::Resources;
 use tutti_benches::{best_time, write_results};
 
 /// One benchmark case: a molecule (bohr) and a shipped basis.
@@ -221,14 +224,14 @@ fn main() -> Result<(), Box<dyn Error>> {
         for &count in &threads {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(count).build()?;
             let (fock_time, threaded) =
-                best_time(repeats, || builder.threaded(density, Some(&pool)));
+                best_time(repeats, || pool.install(|| builder.threaded(density)));
             let fock_seconds = fock_time.as_secs_f64();
             let difference = relative_difference(&serial, &threaded);
             let started = Instant::now();
             let result = rhf(
                 &molecule,
                 &basis,
-                &ScfOptions::default().with_threads(count),
+                &ScfOptions::default().with_resources(Resources::cpu(count)),
             )?;
             let scf_seconds = started.elapsed().as_secs_f64();
             let fock_share = result.timings.fock / result.timings.total;
@@ -236,7 +239,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             let scf_base = *one_scf.get_or_insert(scf_seconds);
             println!(
                 "  {count} thread(s): J/K {fock_seconds:.4} s ({:.2}x vs {} thread(s), {:.2}x vs serial; \
-                 differs from serial by {difference:.1e} rel.) | RHF {scf_seconds:.3} s ({:.2}x), \
+                 differs from serial by {difference:.1e} rel.) | RHF on {count} device(s) {scf_seconds:.3} s ({:.2}x), \
                  {} J/K builds = {:.0}% of it, |dE| vs all cores {:.1e} Eh",
                 fock_base / fock_seconds,
                 threads[0],
@@ -248,6 +251,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             );
             rows.push(json!({
                 "threads": count,
+                "scf_devices": result.devices,
                 "fock_seconds": fock_seconds,
                 "fock_speedup": fock_base / fock_seconds,
                 "fock_vs_serial": serial_seconds / fock_seconds,

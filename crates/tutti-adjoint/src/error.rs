@@ -134,6 +134,18 @@ pub enum AdjointError {
     },
 }
 
+impl AdjointError {
+    /// The device error inside a device-selection ([`AdjointError::Group`]) or device
+    /// ([`AdjointError::Backend`]) error, for callers that map it on (a C status); any
+    /// other error is given back unchanged.
+    pub fn into_backend(self) -> std::result::Result<BackendError, Self> {
+        match self {
+            Self::Backend(error) | Self::Group(GroupError::Backend(error)) => Ok(error),
+            other => Err(other),
+        }
+    }
+}
+
 /// Shorthand for results of this crate.
 pub type Result<T> = std::result::Result<T, AdjointError>;
 

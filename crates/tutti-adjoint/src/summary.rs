@@ -41,8 +41,8 @@ pub struct EnergySummary {
     pub basis: String,
     /// `"spherical"` or `"cartesian"`.
     pub angular: String,
-    /// Threads asked for (0 = the global rayon pool).
-    pub threads: usize,
+    /// Devices (ranks) the run was split among.
+    pub devices: usize,
     /// SCF iterations.
     pub iterations: usize,
     /// Last energy change, hartree.
@@ -64,7 +64,6 @@ impl EnergySummary {
         basis: &crate::Basis,
         molecule: &crate::Molecule,
         basis_name: &str,
-        threads: usize,
         input_seconds: f64,
     ) -> Self {
         let builds = result.timings.fock_builds.max(1) as f64;
@@ -81,7 +80,7 @@ impl EnergySummary {
                 crate::AngularKind::Spherical => "spherical".into(),
                 crate::AngularKind::Cartesian => "cartesian".into(),
             },
-            threads,
+            devices: result.devices,
             iterations: result.iterations,
             delta_energy: result.delta_energy,
             delta_density: result.delta_density,

@@ -10,9 +10,11 @@ use tutti_adjoint::{
 };
 
 use crate::boundary::{
-    check_disjoint, ffi_call, input_slice, input_str, positive_count, to_c_int, Out, Region,
+    check_disjoint, ffi_call, input_options, input_slice, input_str, positive_count, to_c_int,
+    write_default, Out, Region,
 };
 use crate::memory::string_to_c;
+use crate::resources::TuttiResources;
 use crate::status::{Error, TuttiStatus};
 
 /// Options of `tutti_rhf_energy` and `tutti_rhf_energy_bohr`. Start from
@@ -20,9 +22,10 @@ use crate::status::{Error, TuttiStatus};
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TuttiRhfOptions {
-    /// Threads of the Fock (J/K) build: 0 (default) = all cores (the global pool, which
-    /// `RAYON_NUM_THREADS` sizes), n >= 1 = a dedicated pool of n threads.
-    pub threads: c_int,
+    /// Where the SCF runs (default `tutti_resources_default`: every GPU, else one simulated
+    /// device using all cores): one rank per device, each J/K build split among them. A
+    /// memory cap that cannot hold the run is `TUTTI_ERROR_OUT_OF_MEMORY` before any work.
+    pub resources: TuttiResources,
     /// Total charge of the molecule (default 0); the electron count must come out even.
     pub charge: c_int,
     /// 1 for Cartesian functions, 0 (default) for spherical ones (PySCF's `cart=True`).
@@ -68,7 +71,7 @@ impl Default for TuttiRhfOptions {
     fn default() -> Self {
         let defaults = ScfOptions::default();
         Self {
-            threads: 0,
+            resources: TuttiResources::default(),
             charge: 0,
             cartesian: 0,
             max_iterations: c_int::try_from(defaults.max_iterations).unwrap_or(c_int::MAX),
@@ -78,8 +81,8 @@ impl Default for TuttiRhfOptions {
     }
 }
 
-/// Writes the default RHF options to `*options`: all cores, neutral, spherical, 128
-/// iterations, tolerances 1e-10 Eh and 1e-8.
+/// Writes the default RHF options to `*options`: the default resources, neutral,
+/// spherical, 128 iterations, tolerances 1e-10 Eh and 1e-8.
 ///
 /// # Safety
 /// `options` is NULL or valid for writing a `TuttiRhfOptions`.
@@ -87,21 +90,34 @@ impl Default for TuttiRhfOptions {
 pub unsafe extern "C" fn tutti_rhf_options_default(options: *mut TuttiRhfOptions) -> c_int {
     ffi_call("tutti_rhf_options_default", || {
         // SAFETY: NULL or valid for writes (the caller's promise).
-        let out = unsafe { Out::new(options, "options")? };
-        out.write(TuttiRhfOptions::default());
-        Ok(())
+        unsafe { write_default(options, "options") }
     })
 }
 
 /// The status of each `tutti-adjoint` error.
 pub(crate) fn adjoint_error(error: AdjointError) -> Error {
+    let error = match error.into_backend() {
+        Ok(device) => {
+            // A device request the caller got wrong names the field at fault.
+            let error = Error::from(device);
+            return if error.status() == TuttiStatus::TUTTI_ERROR_INVALID_ARGUMENT {
+                Error::invalid_argument(format!("options->resources: {}", error.message()))
+            } else {
+                error
+            };
+        }
+        Err(error) => error,
+    };
     let status = match &error {
         AdjointError::NotConverged { .. } | AdjointError::LinearAlgebra(_) => {
             TuttiStatus::TUTTI_ERROR_NOT_CONVERGED
         }
         AdjointError::Io { .. } => TuttiStatus::TUTTI_ERROR_IO,
-        AdjointError::ThreadPool(_) => TuttiStatus::TUTTI_ERROR_DEVICE,
-        AdjointError::TooManyThreads { .. } => TuttiStatus::TUTTI_ERROR_INVALID_ARGUMENT,
+        AdjointError::Plan(_) => TuttiStatus::TUTTI_ERROR_OUT_OF_MEMORY,
+        AdjointError::RankPanicked { .. } => TuttiStatus::TUTTI_ERROR_PANIC,
+        AdjointError::Comm(_) | AdjointError::RankStart { .. } | AdjointError::Group(_) => {
+            TuttiStatus::TUTTI_ERROR_DEVICE
+        }
         // Bad molecules, basis sets, elements and options, and kinds added later (all input
         // errors so far).
         _ => TuttiStatus::TUTTI_ERROR_INVALID_ARGUMENT,
@@ -112,22 +128,16 @@ pub(crate) fn adjoint_error(error: AdjointError) -> Error {
 /// The caller's options (NULL: the defaults), checked and converted.
 ///
 /// # Safety
-/// `options` is NULL or valid for reading a `TuttiRhfOptions`.
+/// `options` is NULL or valid for reading a `TuttiRhfOptions`, whose `resources` pointers
+/// are NULL or valid (see `TuttiResources`).
 pub(crate) unsafe fn read_options(
     options: *const TuttiRhfOptions,
 ) -> Result<(RhfSettings, i32), Error> {
-    if !options.is_aligned() {
-        return Err(Error::invalid_argument("argument `options` is not aligned"));
-    }
-    // SAFETY: NULL or valid for reading a TuttiRhfOptions (the caller's promise), and aligned
-    // (checked above).
-    let options = unsafe { options.as_ref() }.copied().unwrap_or_default();
-    let threads = usize::try_from(options.threads).map_err(|_| {
-        Error::invalid_argument(format!(
-            "options->threads is {}: expected 0 (all cores) or a positive count",
-            options.threads
-        ))
-    })?;
+    // SAFETY: NULL or valid for reading a TuttiRhfOptions (the caller's promise); the helper
+    // checks alignment.
+    let options = unsafe { input_options(options, "options")? };
+    // SAFETY: the resources' pointers are NULL or valid (the caller's promise).
+    let resources = unsafe { options.resources.to_rust("options->resources")? };
     let kind = match options.cartesian {
         0 => AngularKind::Spherical,
         1 => AngularKind::Cartesian,
@@ -138,24 +148,22 @@ pub(crate) unsafe fn read_options(
         }
     };
     let mut scf = ScfOptions::default()
-        .with_threads(threads)
+        .with_resources(resources)
         .with_max_iterations(positive_count(
             options.max_iterations,
             "options->max_iterations",
         )?);
     scf.energy_tolerance = positive_tolerance(options.energy_tolerance, "energy_tolerance")?;
     scf.density_tolerance = positive_tolerance(options.density_tolerance, "density_tolerance")?;
-    Ok((RhfSettings { scf, kind, threads }, options.charge))
+    Ok((RhfSettings { scf, kind }, options.charge))
 }
 
 /// The checked options of one call.
 pub(crate) struct RhfSettings {
-    /// The SCF's options, `threads` included.
+    /// The SCF's options, `resources` included.
     pub(crate) scf: ScfOptions,
     /// Spherical or Cartesian functions.
     pub(crate) kind: AngularKind,
-    /// Threads asked for (0 = the global pool).
-    pub(crate) threads: usize,
 }
 
 fn positive_tolerance(value: f64, name: &str) -> Result<f64, Error> {
@@ -207,14 +215,7 @@ fn energy(
     let basis = Basis::new(&molecule, &basis_set, settings.kind).map_err(adjoint_error)?;
     let input_seconds = started.elapsed().as_secs_f64();
     let result = rhf(&molecule, &basis, &settings.scf).map_err(adjoint_error)?;
-    let summary = EnergySummary::new(
-        &result,
-        &basis,
-        &molecule,
-        basis_set.name(),
-        settings.threads,
-        input_seconds,
-    );
+    let summary = EnergySummary::new(&result, &basis, &molecule, basis_set.name(), input_seconds);
     let written = TuttiRhfResult {
         energy: result.energy,
         electronic_energy: result.electronic_energy,
@@ -268,7 +269,7 @@ pub(crate) unsafe fn optional_json_out<'a>(
 ///
 /// Outputs, written only on success: `*result_out` (caller-owned); and, when `json_out` is
 /// not NULL, `*json_out`, a NUL-terminated JSON object (`energy`, `electronic_energy`,
-/// `nuclear_repulsion`, `nao`, `shells`, `atoms`, `electrons`, `basis`, `angular`, `threads`,
+/// `nuclear_repulsion`, `nao`, `shells`, `atoms`, `electrons`, `basis`, `angular`, `devices`,
 /// `iterations`, `delta_energy`, `delta_density`, `homo`, `lumo`, `timings`) that the caller
 /// owns and releases with `tutti_free_c`.
 ///
@@ -430,11 +431,12 @@ H 0.0 -0.7569503272636612 0.585882276618295
     /// basis_set_exchange export) of that water (h2o_sto3g.json, `e_rhf`).
     const WATER_STO3G_PYSCF: f64 = -74.96292824643292;
 
-    fn options(threads: c_int) -> TuttiRhfOptions {
-        TuttiRhfOptions {
-            threads,
-            ..TuttiRhfOptions::default()
-        }
+    /// The defaults on `devices` simulated devices.
+    fn options(devices: c_int) -> TuttiRhfOptions {
+        let mut options = TuttiRhfOptions::default();
+        options.resources.kind = crate::devices::TuttiKind::TUTTI_KIND_CPU as c_int;
+        options.resources.devices = devices;
+        options
     }
 
     fn xyz_energy(
@@ -470,14 +472,58 @@ H 0.0 -0.7569503272636612 0.585882276618295
 
     #[test]
     fn adjoint_errors_map_to_their_status() {
-        let too_many = AdjointError::TooManyThreads {
-            requested: 20_000,
-            limit: 64,
+        let zero = AdjointError::Group(tutti_backend::BackendError::ZeroDevices.into());
+        let error = adjoint_error(zero);
+        assert_eq!(error.status(), TuttiStatus::TUTTI_ERROR_INVALID_ARGUMENT);
+        assert!(
+            error.message().starts_with("options->resources: "),
+            "{}",
+            error.message()
+        );
+        let no_cuda = AdjointError::Group(tutti_backend::BackendError::CudaNotBuilt.into());
+        assert_eq!(
+            adjoint_error(no_cuda).status(),
+            TuttiStatus::TUTTI_ERROR_UNSUPPORTED
+        );
+        let panicked = AdjointError::RankPanicked {
+            rank: 1,
+            message: "boom".into(),
         };
         assert_eq!(
-            adjoint_error(too_many).status(),
-            TuttiStatus::TUTTI_ERROR_INVALID_ARGUMENT
+            adjoint_error(panicked).status(),
+            TuttiStatus::TUTTI_ERROR_PANIC
         );
+    }
+
+    #[test]
+    fn devices_agree_and_bad_requests_and_small_caps_are_errors() {
+        let (one, _) = xyz_energy(WATER_XYZ, c"6-31g", &options(1)).expect("1 device");
+        for devices in 2..=4 {
+            let (many, json) = xyz_energy(WATER_XYZ, c"6-31g", &options(devices)).expect("devices");
+            assert!(((many.energy - one.energy) / one.energy).abs() <= 1e-12);
+            assert!(json.contains(&format!("\"devices\":{devices}")), "{json}");
+        }
+        let (got, message) = xyz_energy(WATER_XYZ, c"6-31g", &options(0)).expect_err("zero");
+        assert_eq!(got, TuttiStatus::TUTTI_ERROR_INVALID_ARGUMENT.code());
+        assert!(message.contains("options->resources"), "{message}");
+        let ordinals = [0, 100_000];
+        let mut unknown = options(-1);
+        unknown.resources.ordinals = ordinals.as_ptr();
+        unknown.resources.ordinal_count = 2;
+        let (got, message) = xyz_energy(WATER_XYZ, c"6-31g", &unknown).expect_err("ordinal");
+        assert_eq!(got, TuttiStatus::TUTTI_ERROR_INVALID_ARGUMENT.code());
+        assert!(message.contains("100000"), "{message}");
+        let mut capped = options(2);
+        capped.resources.device_memory_bytes = 1024;
+        let (got, message) = xyz_energy(WATER_XYZ, c"6-31g", &capped).expect_err("cap");
+        assert_eq!(got, TuttiStatus::TUTTI_ERROR_OUT_OF_MEMORY.code());
+        assert!(message.contains("memory plan"), "{message}");
+        if tutti_backend::gpu_count().unwrap_or(0) == 0 {
+            let mut gpu = options(1);
+            gpu.resources.kind = crate::devices::TuttiKind::TUTTI_KIND_GPU as c_int;
+            let (got, message) = xyz_energy(WATER_XYZ, c"6-31g", &gpu).expect_err("no GPU");
+            assert_ne!(got, 0, "{message}");
+        }
     }
 
     #[test]
@@ -522,7 +568,7 @@ H 0.0 -0.7569503272636612 0.585882276618295
     }
 
     #[test]
-    fn water_sto3g_from_a_basis_file_matches_pyscf_and_threads_agree() {
+    fn water_sto3g_from_a_basis_file_matches_pyscf_and_devices_agree() {
         // PySCF's own sto-3g digits for O and H, as an NWChem file.
         let path = std::env::temp_dir().join(format!("tutti-capi-sto3g-{}.nw", std::process::id()));
         std::fs::write(
@@ -545,8 +591,8 @@ END
         )
         .expect("temporary file");
         let file = CString::new(path.to_string_lossy().into_owned()).expect("no NUL");
-        let (one, _) = xyz_energy(WATER_XYZ, &file, &options(1)).expect("1 thread");
-        let (two, json) = xyz_energy(WATER_XYZ, &file, &options(2)).expect("2 threads");
+        let (one, _) = xyz_energy(WATER_XYZ, &file, &options(1)).expect("1 device");
+        let (two, json) = xyz_energy(WATER_XYZ, &file, &options(2)).expect("2 devices");
         std::fs::remove_file(&path).expect("removed");
         assert!(
             (one.energy - WATER_STO3G_PYSCF).abs() < 1e-8,
@@ -555,7 +601,7 @@ END
         );
         assert!((one.energy - two.energy).abs() < 1e-12);
         assert_eq!(one.nao, 7);
-        assert!(json.contains("\"threads\":2"), "{json}");
+        assert!(json.contains("\"devices\":2"), "{json}");
     }
 
     #[test]
@@ -671,10 +717,13 @@ END
         for (bad, word) in [
             (
                 TuttiRhfOptions {
-                    threads: -1,
+                    resources: TuttiResources {
+                        devices: -2,
+                        ..TuttiResources::default()
+                    },
                     ..defaults
                 },
-                "options->threads",
+                "options->resources.devices",
             ),
             (
                 TuttiRhfOptions {
@@ -746,7 +795,10 @@ END
     #[test]
     fn default_options_are_the_crate_defaults() {
         let mut options = TuttiRhfOptions {
-            threads: 9,
+            resources: TuttiResources {
+                devices: 9,
+                ..TuttiResources::default()
+            },
             charge: 9,
             cartesian: 9,
             max_iterations: 9,
@@ -757,8 +809,8 @@ END
         assert_eq!(unsafe { tutti_rhf_options_default(&mut options) }, 0);
         let scf = ScfOptions::default();
         assert_eq!(
-            (options.threads, options.charge, options.cartesian),
-            (0, 0, 0)
+            (options.resources, options.charge, options.cartesian),
+            (TuttiResources::default(), 0, 0)
         );
         assert_eq!(options.max_iterations as usize, scf.max_iterations);
         assert_eq!(options.energy_tolerance, scf.energy_tolerance);

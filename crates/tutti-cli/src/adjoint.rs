@@ -5,9 +5,11 @@ use std::time::Instant;
 
 use clap::{Args, Subcommand};
 use tutti_adjoint::{
-    rhf, rhf_gradient, AngularKind, Basis, BasisSet, EnergySummary, GradientOptions, Molecule,
-    RhfGradient, ScfOptions,
+    plan, plan_gradient, rhf, rhf_gradient, AngularKind, Basis, BasisSet, EnergySummary,
+    GradientOptions, Molecule, RhfGradient, ScfOptions,
 };
+
+use crate::resources::DeviceArgs;
 
 /// Options of `tutti adjoint`.
 #[derive(Args)]
@@ -24,9 +26,9 @@ enum AdjointCommand {
     Gradient(GradientArgs),
 }
 
-/// Options of `tutti adjoint energy`.
-#[derive(Args)]
-struct EnergyArgs {
+/// The molecule and basis of `tutti adjoint energy|gradient`.
+#[derive(Args, Clone, Debug)]
+struct MoleculeArgs {
     /// Molecule as an XYZ file (Angstrom).
     #[arg(long, value_name = "FILE")]
     xyz: String,
@@ -34,15 +36,27 @@ struct EnergyArgs {
     /// an NWChem-format basis file.
     #[arg(long, value_name = "NAME|FILE")]
     basis: String,
-    /// Threads of the Fock build (0 = all cores, or RAYON_NUM_THREADS).
-    #[arg(long, default_value_t = 0)]
-    threads: usize,
     /// Total charge of the molecule.
     #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
     charge: i32,
     /// Cartesian instead of spherical functions.
     #[arg(long)]
     cartesian: bool,
+}
+
+/// Options of `tutti adjoint energy`.
+#[derive(Args)]
+struct EnergyArgs {
+    #[command(flatten)]
+    molecule: MoleculeArgs,
+    /// The devices: one rank each, every J/K build split among them.
+    #[command(flatten)]
+    devices: DeviceArgs,
+    /// Print the memory plan (density, Fock, J/K matrices, the ranks' partial sums, the ERI
+    /// pair data on each device) and exit; exits non-zero with the numbers when it does not
+    /// fit.
+    #[arg(long)]
+    plan: bool,
     /// Print one JSON object (energy, nao, iterations, timings, ...) instead of text.
     #[arg(long)]
     json: bool,
@@ -51,30 +65,25 @@ struct EnergyArgs {
 /// Options of `tutti adjoint gradient`.
 #[derive(Args)]
 struct GradientArgs {
-    /// Molecule as an XYZ file (Angstrom).
-    #[arg(long, value_name = "FILE")]
-    xyz: String,
-    /// A shipped basis set (sto-3g, 6-31g, 6-31g*, cc-pvdz, def2-svp, def2-tzvp) or a path to
-    /// an NWChem-format basis file.
-    #[arg(long, value_name = "NAME|FILE")]
-    basis: String,
-    /// Threads of every loop, SCF and gradient (0 = all cores, or RAYON_NUM_THREADS).
-    #[arg(long, default_value_t = 0)]
-    threads: usize,
-    /// Run the serial reference implementation instead of the threaded one.
+    #[command(flatten)]
+    molecule: MoleculeArgs,
+    /// The devices: one rank each, the SCF's J/K builds and every gradient loop split among
+    /// them.
+    #[command(flatten)]
+    devices: DeviceArgs,
+    /// Run the serial reference implementation (on every rank, unsplit) instead of the split,
+    /// threaded one.
     #[arg(long)]
     serial: bool,
-    /// Total charge of the molecule.
-    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
-    charge: i32,
-    /// Cartesian instead of spherical functions.
+    /// Print the memory plan (the SCF's objects and the gradient's) and exit; exits non-zero
+    /// with the numbers when it does not fit.
     #[arg(long)]
-    cartesian: bool,
+    plan: bool,
     /// Where to write the JSON gradient (energy, per-atom shells with grad_exponents and
     /// grad_coefficients, per-element sums, timings); `-` for standard output, the summary
     /// then going to standard error.
-    #[arg(long, value_name = "FILE")]
-    out: String,
+    #[arg(long, value_name = "FILE", required_unless_present = "plan")]
+    out: Option<String>,
 }
 
 pub fn run(args: &AdjointArgs) -> Result<(), String> {
@@ -86,12 +95,14 @@ pub fn run(args: &AdjointArgs) -> Result<(), String> {
 
 /// The molecule of `--xyz` with `--charge`, the basis set of `--basis`, and the basis
 /// placed on the molecule.
-fn load_input(
-    xyz: &str,
-    basis: &str,
-    charge: i32,
-    cartesian: bool,
-) -> Result<(Molecule, BasisSet, Basis), String> {
+fn load_input(args: &MoleculeArgs) -> Result<(Molecule, BasisSet, Basis), String> {
+    let MoleculeArgs {
+        xyz,
+        basis,
+        charge,
+        cartesian,
+    } = args;
+    let (charge, cartesian) = (*charge, *cartesian);
     let text =
         std::fs::read_to_string(xyz).map_err(|err| format!("cannot read --xyz `{xyz}`: {err}"))?;
     let molecule = Molecule::from_xyz(&text)
@@ -126,22 +137,29 @@ fn largest(
 }
 
 fn run_gradient(args: &GradientArgs) -> Result<(), String> {
-    let (molecule, basis_set, basis) =
-        load_input(&args.xyz, &args.basis, args.charge, args.cartesian)?;
+    let (molecule, basis_set, basis) = load_input(&args.molecule)?;
     let options = GradientOptions::default()
-        .with_threads(args.threads)
+        .with_resources(args.devices.resources())
         .with_serial(args.serial);
+    if args.plan {
+        let plan = plan_gradient(&molecule, &basis, &options).map_err(|err| err.to_string())?;
+        println!("{plan}");
+        return Ok(());
+    }
+    let Some(out) = args.out.as_deref() else {
+        return Err("`--out FILE` is needed unless `--plan` is given".into());
+    };
     let gradient = rhf_gradient(&molecule, &basis, &options).map_err(|err| err.to_string())?;
     let json = gradient.to_json(&molecule, basis_set.name());
-    if args.out == "-" {
+    if out == "-" {
         println!("{json}");
     } else {
-        std::fs::write(&args.out, format!("{json}\n"))
-            .map_err(|err| format!("cannot write --out `{}`: {err}", args.out))?;
+        std::fs::write(out, format!("{json}\n"))
+            .map_err(|err| format!("cannot write --out `{out}`: {err}"))?;
     }
     // With `--out -` the JSON owns standard output; the summary goes to standard error.
-    let summary = gradient_summary(args, &molecule, basis_set.name(), &gradient);
-    if args.out == "-" {
+    let summary = gradient_summary(args, out, &molecule, basis_set.name(), &gradient);
+    if out == "-" {
         eprint!("{summary}");
     } else {
         print!("{summary}");
@@ -152,6 +170,7 @@ fn run_gradient(args: &GradientArgs) -> Result<(), String> {
 /// The human summary of a gradient run: sizes, energy, the largest components, timings.
 fn gradient_summary(
     args: &GradientArgs,
+    out: &str,
     molecule: &Molecule,
     basis_name: &str,
     gradient: &RhfGradient,
@@ -159,7 +178,7 @@ fn gradient_summary(
     use std::fmt::Write;
 
     let primitives: usize = gradient.shells.iter().map(|s| s.exponents.len()).sum();
-    let angular = if args.cartesian {
+    let angular = if args.molecule.cartesian {
         "cartesian"
     } else {
         "spherical"
@@ -209,39 +228,36 @@ fn gradient_summary(
             location(shell, primitive)
         );
     }
-    let threads = match (args.serial, args.threads) {
+    let devices = match (args.serial, gradient.devices) {
         (true, _) => "serial".to_string(),
-        (false, 0) => "all cores".to_string(),
-        (false, n) => format!("{n} threads"),
+        (false, 1) => "1 device".to_string(),
+        (false, n) => format!("{n} devices"),
     };
     let t = &gradient.timings;
     let _ = writeln!(
         text,
         "  time: SCF {:.3} s, overlap {:.3} s, core Hamiltonian {:.3} s, two-electron {:.3} s, \
-         Fock {:.3} s, total {:.3} s ({threads})",
+         Fock {:.3} s, total {:.3} s ({devices})",
         t.scf, t.overlap, t.core_hamiltonian, t.two_electron, t.fock, t.total
     );
-    if args.out != "-" {
-        let _ = writeln!(text, "  wrote {}", args.out);
+    if out != "-" {
+        let _ = writeln!(text, "  wrote {out}");
     }
     text
 }
 
 fn run_energy(args: &EnergyArgs) -> Result<(), String> {
     let start = Instant::now();
-    let (molecule, basis_set, basis) =
-        load_input(&args.xyz, &args.basis, args.charge, args.cartesian)?;
+    let (molecule, basis_set, basis) = load_input(&args.molecule)?;
     let input_seconds = start.elapsed().as_secs_f64();
-    let options = ScfOptions::default().with_threads(args.threads);
+    let options = ScfOptions::default().with_resources(args.devices.resources());
+    if args.plan {
+        let plan = plan(&molecule, &basis, &options).map_err(|err| err.to_string())?;
+        println!("{plan}");
+        return Ok(());
+    }
     let result = rhf(&molecule, &basis, &options).map_err(|err| err.to_string())?;
-    let summary = EnergySummary::new(
-        &result,
-        &basis,
-        &molecule,
-        basis_set.name(),
-        args.threads,
-        input_seconds,
-    );
+    let summary = EnergySummary::new(&result, &basis, &molecule, basis_set.name(), input_seconds);
     if args.json {
         println!("{}", summary.to_json());
         return Ok(());
@@ -264,13 +280,12 @@ fn run_energy(args: &EnergyArgs) -> Result<(), String> {
         "  converged in {} iterations (last dE {:.1e} Eh, dP {:.1e})",
         summary.iterations, summary.delta_energy, summary.delta_density
     );
-    let threads = if args.threads == 0 {
-        "all cores".to_string()
-    } else {
-        format!("{} threads", args.threads)
+    let devices = match summary.devices {
+        1 => "1 device".to_string(),
+        n => format!("{n} devices"),
     };
     println!(
-        "  time: input {:.3} s, setup {:.3} s, Fock {:.3} s ({:.4} s per build, {threads}), SCF total {:.3} s",
+        "  time: input {:.3} s, setup {:.3} s, Fock {:.3} s ({:.4} s per build, {devices}), SCF total {:.3} s",
         summary.timings.input,
         summary.timings.setup,
         summary.timings.fock,
@@ -284,13 +299,28 @@ fn run_energy(args: &EnergyArgs) -> Result<(), String> {
 mod tests {
     use super::*;
 
-    fn args(xyz: &str, basis: &str) -> EnergyArgs {
-        EnergyArgs {
+    fn molecule(xyz: &str, basis: &str) -> MoleculeArgs {
+        MoleculeArgs {
             xyz: xyz.to_string(),
             basis: basis.to_string(),
-            threads: 2,
             charge: 0,
             cartesian: false,
+        }
+    }
+
+    fn two_devices() -> DeviceArgs {
+        DeviceArgs {
+            devices: Some(2),
+            kind: tutti_backend::KindRequest::Cpu,
+            ..DeviceArgs::default()
+        }
+    }
+
+    fn args(xyz: &str, basis: &str) -> EnergyArgs {
+        EnergyArgs {
+            molecule: molecule(xyz, basis),
+            devices: two_devices(),
+            plan: false,
             json: true,
         }
     }
@@ -301,6 +331,16 @@ mod tests {
         std::fs::write(&path, "2\nH2\nH 0 0 0\nH 0 0 0.74\n").unwrap();
         let xyz = path.to_str().unwrap();
         assert!(run_energy(&args(xyz, "sto-3g")).is_ok());
+        // --plan prints the plan and succeeds; a cap it cannot hold is refused with numbers.
+        let mut planned = args(xyz, "sto-3g");
+        planned.plan = true;
+        assert!(run_energy(&planned).is_ok());
+        planned.devices.device_memory_mib = Some(1);
+        assert!(run_energy(&planned).is_ok(), "1 MiB holds H2/sto-3g");
+        let mut zero = args(xyz, "sto-3g");
+        zero.devices.devices = Some(0);
+        let message = run_energy(&zero).unwrap_err();
+        assert!(message.contains("zero devices"), "{message}");
         let message = run_energy(&args(xyz, "no-such-basis")).unwrap_err();
         assert!(
             message.contains("--basis") && message.contains("sto-3g"),
@@ -334,13 +374,11 @@ mod tests {
 
     fn gradient_args(xyz: &str, basis: &str, out: &str) -> GradientArgs {
         GradientArgs {
-            xyz: xyz.to_string(),
-            basis: basis.to_string(),
-            threads: 2,
+            molecule: molecule(xyz, basis),
+            devices: two_devices(),
             serial: false,
-            charge: 0,
-            cartesian: false,
-            out: out.to_string(),
+            plan: false,
+            out: Some(out.to_string()),
         }
     }
 

@@ -417,10 +417,10 @@ fn fmm_on_devices(devices: usize) -> Result<(), String> {
 /// def2-tzvp file (crates/tutti-adjoint/tests/data/h2o_def2tzvp.json, `e_rhf`), hartree.
 const WATER_DEF2TZVP_PYSCF: f64 = -76.05904289524872;
 
-/// RHF/def2-tzvp of water (d and f functions on O) against PySCF, with the Fock build
-/// threaded over `threads` threads; then J and K of the converged density, threaded on all
-/// cores against the serial reference.
-fn adjoint_water(threads: usize) -> Result<(), String> {
+/// RHF/def2-tzvp of water (d and f functions on O) against PySCF, with each Fock build
+/// split among `devices` simulated devices; then J and K of the converged density, threaded
+/// on all cores against the serial reference.
+fn adjoint_water(devices: usize) -> Result<(), String> {
     use tutti_adjoint::fock::FockBuilder;
     use tutti_adjoint::integrals::EriEngine;
     use tutti_adjoint::{rhf, AngularKind, Basis, BasisSet, Molecule, ScfOptions};
@@ -434,12 +434,12 @@ fn adjoint_water(threads: usize) -> Result<(), String> {
     .map_err(|err| err.to_string())?;
     let set = BasisSet::named("def2-tzvp").map_err(|err| err.to_string())?;
     let basis = Basis::new(&water, &set, AngularKind::Spherical).map_err(|err| err.to_string())?;
-    let threads = threads.max(1);
-    let result = rhf(&water, &basis, &ScfOptions::default().with_threads(threads))
-        .map_err(|err| err.to_string())?;
+    let devices = devices.max(1);
+    let options = ScfOptions::default().with_resources(Resources::cpu(devices));
+    let result = rhf(&water, &basis, &options).map_err(|err| err.to_string())?;
     let error = (result.energy - WATER_DEF2TZVP_PYSCF).abs();
     println!(
-        "adjoint: RHF/def2-tzvp of water, {} AOs, Fock build on {threads} thread(s): E = {:.10} Eh in {} iterations, {:.2} s",
+        "adjoint: RHF/def2-tzvp of water, {} AOs, Fock build split among {devices} device(s): E = {:.10} Eh in {} iterations, {:.2} s",
         result.nao, result.energy, result.iterations, result.timings.total
     );
     println!(
@@ -450,7 +450,7 @@ fn adjoint_water(threads: usize) -> Result<(), String> {
     let builder = FockBuilder::new(&engine, ScfOptions::default().schwarz_threshold);
     let serial = builder.serial(result.density.as_ref());
     // On the global pool: all cores, or RAYON_NUM_THREADS.
-    let threaded = builder.threaded(result.density.as_ref(), None);
+    let threaded = builder.threaded(result.density.as_ref());
     let nao = result.nao;
     let (mut largest, mut difference) = (0.0_f64, 0.0_f64);
     for i in 0..nao {
