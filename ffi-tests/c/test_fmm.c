@@ -72,10 +72,14 @@ int main(void) {
     TuttiFmmOptions options;
     CHECK(tutti_fmm_options_default(&options) == TUTTI_OK, "default options");
     CHECK(options.order == 7 && options.theta == 0.5 && options.leaf_size == 64 &&
-              options.softening == 0.0 && options.devices == 1 && options.f32_far_field == 0,
-          "defaults: order %d, theta %g, leaf size %d, softening %g, %d device(s), f32 %d",
-          options.order, options.theta, options.leaf_size, options.softening, options.devices,
-          options.f32_far_field);
+              options.softening == 0.0 && options.f32_far_field == 0 &&
+              options.resources.kind == TUTTI_KIND_AUTO &&
+              options.resources.devices == TUTTI_ALL_DEVICES && options.resources.ordinals == NULL &&
+              options.resources.device_memory_bytes == 0,
+          "defaults: order %d, theta %g, leaf size %d, softening %g, f32 %d, kind %d, devices %d",
+          options.order, options.theta, options.leaf_size, options.softening,
+          options.f32_far_field, options.resources.kind, options.resources.devices);
+    options.resources.kind = TUTTI_KIND_CPU;
 
     int status = tutti_fmm(N, positions, masses, &options, phi1, acc1);
     CHECK(status == TUTTI_OK, "tutti_fmm on 1 device returns TUTTI_OK (%d: %s)", status,
@@ -87,13 +91,53 @@ int main(void) {
     CHECK(potential_error <= 1e-4, "potentials within 1e-4 of the C direct sum (rel. L2 %.2e)",
           potential_error);
 
-    options.devices = 2;
+    for (int devices = 2; devices <= 4; devices++) {
+        options.resources.devices = devices;
+        status = tutti_fmm(N, positions, masses, &options, phi2, acc2);
+        CHECK(status == TUTTI_OK, "tutti_fmm on %d devices returns TUTTI_OK (%d: %s)", devices,
+              status, tutti_last_error());
+        CHECK(memcmp(phi1, phi2, N * sizeof(double)) == 0 &&
+                  memcmp(acc1, acc2, 3 * N * sizeof(double)) == 0,
+              "%d devices give the same bits as 1", devices);
+    }
+    const int twice[2] = {0, 0};
+    options.resources.devices = TUTTI_ALL_DEVICES;
+    options.resources.ordinals = twice;
+    options.resources.ordinal_count = 2;
     status = tutti_fmm(N, positions, masses, &options, phi2, acc2);
-    CHECK(status == TUTTI_OK, "tutti_fmm on 2 devices returns TUTTI_OK (%d: %s)", status,
-          tutti_last_error());
-    CHECK(memcmp(phi1, phi2, N * sizeof(double)) == 0 &&
-              memcmp(acc1, acc2, 3 * N * sizeof(double)) == 0,
-          "2 devices give the same bits as 1");
+    CHECK(status == TUTTI_OK && memcmp(acc1, acc2, 3 * N * sizeof(double)) == 0,
+          "two ranks on ordinal 0 give the same bits (%d: %s)", status, tutti_last_error());
+
+    /* Device requests that cannot be met: each a clear error, outputs untouched. */
+    for (int k = 0; k < N; k++) phi2[k] = -1.0;
+    TuttiFmmOptions refused;
+    tutti_fmm_options_default(&refused);
+    refused.resources.devices = 0;
+    status = tutti_fmm(N, positions, masses, &refused, phi2, NULL);
+    CHECK(status == TUTTI_ERROR_INVALID_ARGUMENT &&
+              strstr(tutti_last_error(), "options->resources.devices is 0"),
+          "zero devices: \"%s\"", tutti_last_error());
+    tutti_fmm_options_default(&refused);
+    const int unknown[1] = {300};
+    refused.resources.kind = TUTTI_KIND_CPU;
+    refused.resources.ordinals = unknown;
+    refused.resources.ordinal_count = 1;
+    status = tutti_fmm(N, positions, masses, &refused, phi2, NULL);
+    CHECK(status == TUTTI_ERROR_INVALID_ARGUMENT && strstr(tutti_last_error(), "300"),
+          "an unknown ordinal: \"%s\"", tutti_last_error());
+    tutti_fmm_options_default(&refused);
+    refused.resources.kind = TUTTI_KIND_GPU;
+    status = tutti_fmm(N, positions, masses, &refused, phi2, NULL);
+    CHECK(status == TUTTI_ERROR_UNSUPPORTED || status == TUTTI_ERROR_DEVICE,
+          "a GPU request without CUDA or a GPU: \"%s\"", tutti_last_error());
+    tutti_fmm_options_default(&refused);
+    refused.resources.kind = TUTTI_KIND_CPU;
+    refused.resources.devices = 2;
+    refused.resources.device_memory_bytes = 16 << 10;
+    status = tutti_fmm(N, positions, masses, &refused, phi2, NULL);
+    CHECK(status == TUTTI_ERROR_OUT_OF_MEMORY && strstr(tutti_last_error(), "does not fit"),
+          "a 16 KiB device cap is refused up front: \"%s\"", tutti_last_error());
+    CHECK(all_equal(N, phi2, -1.0), "outputs untouched on refusals");
 
     status = tutti_fmm(N, positions, masses, NULL, phi2, NULL);
     CHECK(status == TUTTI_OK && memcmp(phi1, phi2, N * sizeof(double)) == 0,

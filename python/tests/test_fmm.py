@@ -49,8 +49,34 @@ def test_fmm_matches_a_numpy_direct_sum(bodies) -> None:
 def test_devices_give_the_same_bits(bodies) -> None:
     positions, masses = bodies
     one = tutti.fmm(positions, masses, leaf_size=16)
-    three = tutti.fmm(positions, masses, leaf_size=16, devices=3)
-    assert np.array_equal(one[0], three[0]) and np.array_equal(one[1], three[1])
+    for devices in (2, 3, 4):
+        many = tutti.fmm(
+            positions, masses, leaf_size=16, resources=tutti.Resources(kind="cpu", devices=devices)
+        )
+        assert np.array_equal(one[0], many[0]) and np.array_equal(one[1], many[1]), devices
+    # Two ranks on one device (the same ordinal twice) take the multi-device path too.
+    twice = tutti.fmm(
+        positions, masses, leaf_size=16, resources=tutti.Resources(kind="cpu", ordinals=[0, 0])
+    )
+    assert np.array_equal(one[1], twice[1])
+
+
+def test_device_requests_that_cannot_be_met_raise(bodies) -> None:
+    positions, masses = bodies
+    too_many = tutti.Resources(kind="cpu", devices=100_000)
+    with pytest.raises(tutti.TuttiError, match="options->resources: 100000 cpu device"):
+        tutti.fmm(positions, masses, resources=too_many)
+    with pytest.raises(tutti.TuttiError, match="options->resources: .*ordinal 300"):
+        tutti.fmm(positions, masses, resources=tutti.Resources(kind="cpu", ordinals=[300]))
+    with pytest.raises(tutti.TuttiError) as caught:
+        tutti.fmm(positions, masses, resources=tutti.Resources(kind="gpu", devices=1))
+    assert caught.value.status in (tutti.Status.ERROR_UNSUPPORTED, tutti.Status.ERROR_DEVICE)
+    tiny = tutti.Resources(kind="cpu", devices=2, device_memory_mib=1 / 64)
+    with pytest.raises(tutti.TuttiError, match="multipoles") as caught:
+        tutti.fmm(positions, masses, leaf_size=4, resources=tiny)
+    assert caught.value.status == tutti.Status.ERROR_OUT_OF_MEMORY
+    with pytest.raises(TypeError, match="tutti.Resources"):
+        tutti.fmm(positions, masses, resources=2)
 
 
 def test_softening_and_the_direct_sum_entry(bodies) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ctypes
 
 from ._lib import Status, TuttiError, _check, _int, declare, lib
+from .resources import Resources, _c_resources, _CResources
 
 __all__ = ["fmm", "direct_sum"]
 
@@ -16,10 +17,9 @@ class _CFmmOptions(ctypes.Structure):
         ("theta", ctypes.c_double),
         ("leaf_size", ctypes.c_int),
         ("softening", ctypes.c_double),
-        ("devices", ctypes.c_int),
         ("f32_far_field", ctypes.c_int),
+        ("resources", _CResources),
     ]
-
 
 
 _double_p = ctypes.POINTER(ctypes.c_double)
@@ -87,8 +87,8 @@ def fmm(
     theta: float | None = None,
     leaf_size: int | None = None,
     softening: float = 0.0,
-    devices: int = 1,
     f32_far_field: bool = False,
+    resources: Resources | None = None,
 ):
     """Potentials (N,) and accelerations (N, 3) of N bodies by the fast multipole method.
 
@@ -96,7 +96,9 @@ def fmm(
     may be negative); G = 1, ``phi_i = -sum_j m_j / sqrt(r_ij^2 + softening^2)`` and
     ``a_i = -grad phi_i`` (``tutti_fmm``). ``None`` keeps the library's default (order 7,
     theta 0.5, leaf size 64: relative L2 error about 1e-5 on accelerations). The evaluation
-    is split among ``devices`` simulated devices; the result is the same for any count.
+    is split among the devices of ``resources`` (a :class:`tutti.Resources`; ``None``: one
+    simulated device using all cores, or every GPU); the result is the same bits for any
+    device count, and a memory cap too small for it raises before any work.
     Returns ``(potential, accel)`` as float64 numpy arrays.
     """
     options = _CFmmOptions()
@@ -108,9 +110,11 @@ def fmm(
     if leaf_size is not None:
         options.leaf_size = _int(leaf_size, "leaf_size").value
     options.softening = float(softening)
-    options.devices = _int(devices, "devices").value
     options.f32_far_field = int(bool(f32_far_field))
-    return _fields(lib.tutti_fmm, positions, masses, ctypes.byref(options))
+    options.resources, keepalive = _c_resources(resources)
+    fields = _fields(lib.tutti_fmm, positions, masses, ctypes.byref(options))
+    del keepalive  # the struct's pointers were read during the call
+    return fields
 
 
 def direct_sum(positions, masses, softening: float = 0.0):

@@ -8,13 +8,14 @@
 
 use std::ffi::c_int;
 
-use tutti_backend::{BackendError, Resources};
-use tutti_fmm::{direct, evaluate, FmmError, FmmOptions, Precision};
+use tutti_backend::BackendError;
+use tutti_fmm::{direct, fmm, FmmError, FmmOptions, Precision};
+use tutti_group::GroupError;
 
 use crate::boundary::{
-    check_disjoint, ffi_call, input_slice, output_slice, positive_count, Out, Region,
+    check_disjoint, ffi_call, input_options, input_slice, output_slice, write_default, Region,
 };
-use crate::devices::TUTTI_MAX_SIMULATED_DEVICES;
+use crate::resources::{device_error, TuttiResources};
 use crate::status::{Error, TuttiStatus};
 
 /// Options of `tutti_fmm`. Start from `tutti_fmm_options_default`; see `docs/fmm.md`.
@@ -30,12 +31,13 @@ pub struct TuttiFmmOptions {
     /// Plummer softening length, finite and >= 0, in the units of the positions (default 0:
     /// exact Newtonian; two distinct bodies at one position are then an error).
     pub softening: f64,
-    /// Simulated (CPU) devices the evaluation is split among, 1 to
-    /// `TUTTI_MAX_SIMULATED_DEVICES` (default 1). The result is bit-identical for any count.
-    pub devices: c_int,
     /// Non-zero: the far field (M2L) in f32 with f64 accumulation, accuracy-neutral at
     /// moderate order (default 0: everything in f64).
     pub f32_far_field: c_int,
+    /// Where the evaluation runs (default: `tutti_resources_default`, one simulated device
+    /// using all cores when there is no GPU). The result is bit-identical for any device
+    /// count; memory caps too small for the evaluation are refused up front.
+    pub resources: TuttiResources,
 }
 
 impl Default for TuttiFmmOptions {
@@ -46,15 +48,18 @@ impl Default for TuttiFmmOptions {
             theta: defaults.theta,
             leaf_size: c_int::try_from(defaults.leaf_size).unwrap_or(c_int::MAX),
             softening: defaults.softening,
-            devices: 1,
             f32_far_field: 0,
+            resources: TuttiResources::default(),
         }
     }
 }
 
 impl TuttiFmmOptions {
-    /// The library's options and the device count; the ranges are checked by the library.
-    fn to_rust(self) -> Result<(FmmOptions, usize), Error> {
+    /// The library's options; the ranges are checked by the library.
+    ///
+    /// # Safety
+    /// As for [`TuttiResources::to_rust`] on `self.resources`.
+    unsafe fn to_rust(self) -> Result<FmmOptions, Error> {
         let non_negative = |value: c_int, name: &str| {
             usize::try_from(value).map_err(|_| {
                 Error::invalid_argument(format!(
@@ -62,13 +67,8 @@ impl TuttiFmmOptions {
                 ))
             })
         };
-        let devices = positive_count(self.devices, "options->devices")?;
-        if self.devices > TUTTI_MAX_SIMULATED_DEVICES {
-            return Err(Error::invalid_argument(format!(
-                "options->devices is {}: at most TUTTI_MAX_SIMULATED_DEVICES ({}) simulated devices",
-                self.devices, TUTTI_MAX_SIMULATED_DEVICES
-            )));
-        }
+        // SAFETY: the caller's promise about the resources' pointers.
+        let resources = unsafe { self.resources.to_rust("options->resources") }?;
         let options = FmmOptions::default()
             .with_order(non_negative(self.order, "order")?)
             .with_theta(self.theta)
@@ -78,14 +78,15 @@ impl TuttiFmmOptions {
                 Precision::F32
             } else {
                 Precision::F64
-            });
+            })
+            .with_resources(resources);
         options.validate().map_err(fmm_error)?;
-        Ok((options, devices))
+        Ok(options)
     }
 }
 
 /// Writes the default FMM options to `*options`: order 7, theta 0.5, leaf size 64, no
-/// softening, 1 device, f64 far field. They reach a relative L2 error below 1e-4 on
+/// softening, f64 far field, the default resources. They reach a relative L2 error below 1e-4 on
 /// accelerations for uniform, Plummer and thin-disk bodies.
 ///
 /// # Safety
@@ -94,9 +95,7 @@ impl TuttiFmmOptions {
 pub unsafe extern "C" fn tutti_fmm_options_default(options: *mut TuttiFmmOptions) -> c_int {
     ffi_call("tutti_fmm_options_default", || {
         // SAFETY: NULL or valid for writes (the caller's promise).
-        let out = unsafe { Out::new(options, "options")? };
-        out.write(TuttiFmmOptions::default());
-        Ok(())
+        unsafe { write_default(options, "options") }
     })
 }
 
@@ -105,6 +104,14 @@ pub unsafe extern "C" fn tutti_fmm_options_default(options: *mut TuttiFmmOptions
 /// errors. The message is the library's, naming the argument.
 pub fn fmm_error(error: FmmError) -> Error {
     use TuttiStatus::*;
+    let error = match error {
+        FmmError::Backend(error) | FmmError::Group(GroupError::Backend(error))
+            if !matches!(error, BackendError::OutOfMemory { .. }) =>
+        {
+            return device_error(error)
+        }
+        other => other,
+    };
     let status = match &error {
         FmmError::InvalidArgument { .. }
         | FmmError::LengthMismatch { .. }
@@ -205,7 +212,7 @@ impl Bodies<'_> {
 }
 
 /// Computes the potential and acceleration of each of `n` bodies by the fast multipole
-/// method, split among `options->devices` simulated devices (the result is bit-identical
+/// method, split among the devices of `options->resources` (the result is bit-identical
 /// for any device count).
 ///
 /// Inputs: `positions` (`n * 3` doubles, row-major: body i at `positions[3 i .. 3 i + 3]`),
@@ -225,7 +232,8 @@ impl Bodies<'_> {
 /// For `n > 0`: `positions` holds `n * 3` doubles and `masses` `n` doubles, readable for the
 /// call; `potential_out` and `accel_out` are NULL or writable for `n` and `n * 3` doubles and
 /// do not overlap the inputs (an overlap is refused, not undefined); `options` is NULL or
-/// points to a `TuttiFmmOptions`.
+/// points to a `TuttiFmmOptions` whose `resources` pointers are NULL or valid as documented
+/// on `TuttiResources`.
 #[no_mangle]
 pub unsafe extern "C" fn tutti_fmm(
     n: i64,
@@ -236,20 +244,13 @@ pub unsafe extern "C" fn tutti_fmm(
     accel_out: *mut f64,
 ) -> c_int {
     ffi_call("tutti_fmm", || {
-        if !options.is_aligned() {
-            return Err(Error::invalid_argument("argument `options` is not aligned"));
-        }
-        // SAFETY: NULL or valid for reading a TuttiFmmOptions (the caller's promise), and
-        // aligned (checked above).
-        let options = unsafe { options.as_ref() }.copied().unwrap_or_default();
-        let (options, devices) = options.to_rust()?;
+        // SAFETY: NULL or valid for reading a TuttiFmmOptions (the caller's promise).
+        let options = unsafe { input_options(options, "options") }?;
+        // SAFETY: the resources' pointers are the caller's, as documented above.
+        let options = unsafe { options.to_rust() }?;
         // SAFETY: the array contracts are the caller's, as documented above.
         let bodies = unsafe { bodies(n, positions, masses, potential_out, accel_out)? };
-        // Selecting first reports a device problem with the backend's own status.
-        let resources = Resources::cpu(devices);
-        resources.select()?;
-        let out =
-            evaluate(&resources, bodies.positions, bodies.masses, &options).map_err(fmm_error)?;
+        let out = fmm(bodies.positions, bodies.masses, &options).map_err(fmm_error)?;
         bodies.write(&out.potential, &out.accel);
         Ok(())
     })
@@ -368,7 +369,11 @@ mod tests {
         assert!(potential_error < 1e-5, "{potential_error}");
 
         let options = TuttiFmmOptions {
-            devices: 3,
+            resources: TuttiResources {
+                kind: crate::TuttiKind::TUTTI_KIND_CPU as c_int,
+                devices: 3,
+                ..TuttiResources::default()
+            },
             ..TuttiFmmOptions::default()
         };
         let (status, potential3, accel3) = call_fmm(&positions, &masses, Some(&options));
@@ -397,8 +402,8 @@ mod tests {
         assert_eq!(unsafe { tutti_fmm_options_default(&mut default) }, 0);
         assert_eq!(default, TuttiFmmOptions::default());
         assert_eq!(
-            (default.order, default.leaf_size, default.devices),
-            (7, 64, 1)
+            (default.order, default.leaf_size, default.resources),
+            (7, 64, TuttiResources::default())
         );
         for (options, bound) in [
             (
@@ -584,17 +589,36 @@ mod tests {
             ),
             (
                 TuttiFmmOptions {
-                    devices: 0,
+                    resources: TuttiResources {
+                        devices: 0,
+                        ..default.resources
+                    },
                     ..default
                 },
-                "options->devices",
+                "options->resources.devices is 0",
             ),
             (
                 TuttiFmmOptions {
-                    devices: 100_000,
+                    resources: TuttiResources {
+                        kind: crate::TuttiKind::TUTTI_KIND_CPU as c_int,
+                        devices: 100_000,
+                        ..default.resources
+                    },
                     ..default
                 },
-                "options->devices",
+                "options->resources: 100000 cpu device(s) requested",
+            ),
+            (
+                TuttiFmmOptions {
+                    resources: TuttiResources {
+                        kind: crate::TuttiKind::TUTTI_KIND_CPU as c_int,
+                        ordinals: [300].as_ptr(),
+                        ordinal_count: 1,
+                        ..default.resources
+                    },
+                    ..default
+                },
+                "options->resources: ",
             ),
         ] {
             check(

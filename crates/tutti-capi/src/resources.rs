@@ -8,11 +8,11 @@
 
 use std::ffi::{c_char, c_int};
 
-use tutti_backend::{DeviceRequest, Resources};
+use tutti_backend::{BackendError, DeviceRequest, Resources};
 
 use crate::boundary::{ffi_call, input_slice, input_str, write_default};
 use crate::devices::TuttiKind;
-use crate::status::Error;
+use crate::status::{Error, TuttiStatus};
 
 /// `TuttiResources.devices` for "every GPU, or one simulated device using all cores".
 pub const TUTTI_ALL_DEVICES: c_int = -1;
@@ -143,6 +143,18 @@ impl TuttiResources {
     }
 }
 
+/// The C error of a device selection that failed for `options->resources`: the backend's
+/// status (invalid argument, unsupported, device, out of memory), its message prefixed with
+/// the field at fault where the request itself was wrong.
+pub fn device_error(error: BackendError) -> Error {
+    let error = Error::from(error);
+    if error.status() == TuttiStatus::TUTTI_ERROR_INVALID_ARGUMENT {
+        Error::invalid_argument(format!("options->resources: {}", error.message()))
+    } else {
+        error
+    }
+}
+
 /// Writes the default resources to `*resources`: `TUTTI_KIND_AUTO`, `TUTTI_ALL_DEVICES`, no
 /// ordinals, no memory caps, the system temporary directory, no scratch limit.
 ///
@@ -162,7 +174,6 @@ pub unsafe extern "C" fn tutti_resources_default(resources: *mut TuttiResources)
 mod tests {
     use super::*;
     use crate::boundary::last_error;
-    use crate::status::TuttiStatus;
     use tutti_backend::KindRequest;
 
     fn convert(resources: &TuttiResources) -> Result<Resources, Error> {

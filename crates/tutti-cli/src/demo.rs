@@ -367,7 +367,8 @@ fn fmm_on_devices(devices: usize) -> Result<(), String> {
     let options = tutti_fmm::FmmOptions::default();
     let evaluate = |count: usize| {
         let started = Instant::now();
-        tutti_fmm::evaluate(&Resources::cpu(count), &positions, &masses, &options)
+        let options = options.clone().with_resources(Resources::cpu(count));
+        tutti_fmm::fmm(&positions, &masses, &options)
             .map(|out| (out, started.elapsed().as_secs_f64()))
             .map_err(|e| e.to_string())
     };

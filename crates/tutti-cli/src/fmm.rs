@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::Args;
-use tutti_fmm::{evaluate, io, sampled_error, FmmOptions, Precision};
+use tutti_fmm::{fmm, io, plan, sampled_error, FmmOptions, Precision};
 
 use crate::resources::DeviceArgs;
 
@@ -36,8 +36,12 @@ pub struct FmmArgs {
     #[arg(long)]
     chunk_items: Option<usize>,
     /// Output directory: potential.npy (N,) and accel.npy (N, 3) are written there.
-    #[arg(long, value_name = "DIR")]
-    out: PathBuf,
+    #[arg(long, value_name = "DIR", required_unless_present = "plan")]
+    out: Option<PathBuf>,
+    /// Print the memory plan (the tree, expansions and working memory on each device) and
+    /// exit without evaluating; refused with the numbers when it does not fit.
+    #[arg(long)]
+    plan: bool,
     /// Measure the relative L2 error against the direct sum on K random bodies.
     #[arg(long, value_name = "K")]
     check_direct: Option<usize>,
@@ -47,7 +51,7 @@ pub struct FmmArgs {
 
 impl FmmArgs {
     fn options(&self) -> FmmOptions {
-        let mut options = FmmOptions::default();
+        let mut options = FmmOptions::default().with_resources(self.devices.resources());
         if let Some(order) = self.order {
             options = options.with_order(order);
         }
@@ -84,11 +88,18 @@ pub fn run(args: &FmmArgs) -> Result<(), String> {
     );
     let positions = io::read_positions(&args.positions).map_err(|e| e.to_string())?;
     let masses = io::read_masses(&args.masses).map_err(|e| e.to_string())?;
-    let resources = args.devices.resources();
+    if args.plan {
+        let plan = plan(&positions, &masses, &options).map_err(|e| e.to_string())?;
+        println!("{plan}");
+        return Ok(());
+    }
+    let Some(out_dir) = &args.out else {
+        return Err("`--out DIR` is needed unless `--plan` is given".into());
+    };
     eprintln!("evaluating {} bodies", positions.len());
-    let out = evaluate(&resources, &positions, &masses, &options).map_err(|e| e.to_string())?;
-    eprintln!("writing {}", args.out.display());
-    io::write_outputs(&args.out, &out.potential, &out.accel).map_err(|e| e.to_string())?;
+    let out = fmm(&positions, &masses, &options).map_err(|e| e.to_string())?;
+    eprintln!("writing {}", out_dir.display());
+    io::write_outputs(out_dir, &out.potential, &out.accel).map_err(|e| e.to_string())?;
     let info = &out.info;
     println!(
         "fmm: N = {}, p = {}, theta = {}, leaf size {}, softening {}, {} device(s)",
@@ -124,6 +135,6 @@ pub fn run(args: &FmmArgs) -> Result<(), String> {
             checked.elapsed().as_secs_f64()
         );
     }
-    println!("wrote {}/potential.npy and accel.npy", args.out.display());
+    println!("wrote {}/potential.npy and accel.npy", out_dir.display());
     Ok(())
 }
