@@ -19,6 +19,8 @@
 //!
 //! Environments and core copies are what an out-of-core sweep would move to the host or
 //! disk tiers; the per-site objects must stay on the device.
+//!
+//! A 2-site stack is contracted exactly instead ([`exact_objects`]).
 
 use tutti_plan::{ObjectSpec, Tier};
 
@@ -145,5 +147,36 @@ pub(crate) fn objects<T: Scalar>(
         ObjectSpec::shared("result", element, result)
             .first_used_at(3)
             .no_slower_than(Tier::Host),
+    ]
+}
+
+/// The objects of the exact contraction of a 2-site stack (`compress_exact`, on the caller's
+/// thread): every layer loaded, and the product's two cores `(1, p0, F)`, `(F, p1, 1)` with
+/// `F` the product of the layers' middle bonds, four times (the product, its canonical form,
+/// the factorisation's copy and its factors).
+pub(crate) fn exact_objects<T: Scalar>(stack: &Stack) -> Vec<ObjectSpec> {
+    let element = std::mem::size_of::<T>() as u64;
+    let u = |x: usize| x as u64;
+    let loaded = stack.shapes.iter().flatten().fold(0u64, |acc, shape| {
+        acc.saturating_add(
+            u(shape.left)
+                .saturating_mul(u(shape.d_out))
+                .saturating_mul(u(shape.d_in))
+                .saturating_mul(u(shape.right)),
+        )
+    });
+    let fused = u(stack.fused_left(stack.sites - 1));
+    let product = (0..stack.sites)
+        .map(|k| u(stack.phys(k)))
+        .fold(0u64, u64::saturating_add)
+        .saturating_mul(fused)
+        .saturating_mul(4);
+    vec![
+        ObjectSpec::shared("layer cores", element, loaded)
+            .first_used_at(0)
+            .no_slower_than(Tier::Host),
+        ObjectSpec::shared("exact product", element, product)
+            .first_used_at(0)
+            .no_slower_than(Tier::Device),
     ]
 }

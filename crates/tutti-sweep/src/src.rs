@@ -191,6 +191,8 @@ pub fn src<T: Scalar>(
     let (stack, width) = checked_stack(layers, options)?;
     let group = Group::from_resources(&options.resources)?;
     let devices = group.size();
+    let plan = plan_on(&stack, layers, width, group.devices(), &options.resources)?;
+    log::debug!("tutti-sweep: memory plan\n{plan}");
     if stack.sites == 2 {
         if !SHORT_TRAIN_NOTED.swap(true, Ordering::Relaxed) {
             log::info!(
@@ -209,8 +211,6 @@ pub fn src<T: Scalar>(
         };
         return Ok((train, info));
     }
-    let plan = plan_on(&stack, layers, width, group.devices(), &options.resources)?;
-    log::debug!("tutti-sweep: memory plan\n{plan}");
     let job = SweepJob {
         stack: &stack,
         width,
@@ -258,7 +258,8 @@ pub fn src<T: Scalar>(
 ///
 /// The per-site objects must live on the device tier; the environments and the core copies
 /// may move to the host tier (on simulated devices both are host memory). A 2-site stack,
-/// contracted exactly instead, is planned as the sweep of it would be.
+/// contracted exactly instead, plans that contraction: the layers loaded and the product's
+/// cores with their factorisation.
 ///
 /// Errors: those of [`src`]'s checks of the stack and options, [`SweepError::Group`] for
 /// unusable devices, [`SweepError::Plan`] when an object fits on no tier (the message gives
@@ -302,7 +303,11 @@ fn plan_on<T: Scalar>(
     devices: &[Device],
     resources: &Resources,
 ) -> Result<Plan, SweepError> {
-    let objects = crate::footprint::objects(stack, layers, width, devices.len());
+    let objects = if stack.sites == 2 {
+        crate::footprint::exact_objects::<T>(stack)
+    } else {
+        crate::footprint::objects(stack, layers, width, devices.len())
+    };
     let plan = Planner::new(Budget::from_devices(devices, resources)?).plan(&objects)?;
     let on_disk: Vec<&str> = plan
         .placements()

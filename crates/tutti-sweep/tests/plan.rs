@@ -125,6 +125,12 @@ fn the_plan_bounds_the_heap_the_sweep_uses() {
             measured(&layers, &options),
         );
     }
+    // Two sites: contracted exactly, and planned as such.
+    let h = random_train::<f64>(TrainKind::Mpo, &[(32, 32), (32, 32)], 16, 1.0, 6);
+    let psi = random_train::<f64>(TrainKind::Mps, &[(32, 1), (32, 1)], 32, 1.0, 7);
+    let layers: [&dyn Layer<f64>; 2] = [&h, &psi];
+    let options = SrcOptions::new(16).with_resources(Resources::cpu(1));
+    check("2 sites, exact", measured(&layers, &options));
     // Three layers, complex, oversampled: A B psi.
     let n = 10;
     let a = random_train::<Complex64>(TrainKind::Mpo, &vec![(2, 2); n], 3, 1.0, 3);
