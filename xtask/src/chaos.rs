@@ -150,6 +150,8 @@ pub fn run_all(workspace: &Workspace, options: &ChaosOptions) -> Result<(), Fail
                 "bootstrap",
                 "--replicates",
                 &replicates,
+                "--kind",
+                "cpu",
                 "-d",
                 "2",
                 "--ledger",
