@@ -17,13 +17,13 @@
 //! therefore serialize deterministically (structs, vectors, `BTreeMap`, not `HashMap`).
 
 use std::collections::HashMap;
-use std::ffi::OsString;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+use tutti_plan::files::{parent_dir, AtomicFile, TEMPORARY_SUFFIX};
 
 use crate::FitError;
 
@@ -259,50 +259,26 @@ impl Ledger {
         let mut text = serde_json::to_vec_pretty(&file)
             .map_err(|err| FitError::io("serializing the ledger", std::io::Error::other(err)))?;
         text.push(b'\n');
-        let dir = parent_dir(&self.path);
-        let prefix = temporary_prefix(&self.path);
-        // Mode 0666 less the umask, as `File::create` would give the ledger.
-        let mut temporary = tempfile::Builder::new()
-            .prefix(&prefix)
-            .suffix(TEMPORARY_SUFFIX)
-            .permissions(std::fs::Permissions::from_mode(0o666))
-            .tempfile_in(dir)
-            .map_err(|err| {
-                FitError::io(
-                    format!("creating a temporary ledger in {}", dir.display()),
-                    err,
-                )
-            })?;
-        // On any error below, dropping `temporary` removes it.
-        let name = temporary.path().display().to_string();
-        let io = |what: &str, err| FitError::io(format!("{what} {name}"), err);
-        temporary.write_all(&text).map_err(|e| io("writing", e))?;
-        temporary
-            .as_file()
-            .sync_all()
-            .map_err(|e| io("flushing", e))?;
-        temporary.persist(&self.path).map_err(|err| {
-            FitError::io(format!("renaming into {}", self.path.display()), err.error)
+        // `.<ledger>.<random>.tmp` beside the ledger, flushed, then renamed over it; on any
+        // error below, dropping `temporary` removes it.
+        let mut temporary = AtomicFile::create(&self.path).map_err(|err| {
+            FitError::io(
+                format!(
+                    "creating a temporary ledger in {}",
+                    parent_dir(&self.path).display()
+                ),
+                err,
+            )
         })?;
-        // Flushing the directory makes the rename itself durable; not every file system
-        // allows opening a directory, and the data is already safe in either file.
-        if let Ok(dir) = File::open(dir) {
-            let _ = dir.sync_all();
-        }
+        let name = temporary.temporary_path().display().to_string();
+        temporary
+            .write_all(&text)
+            .map_err(|e| FitError::io(format!("writing {name}"), e))?;
+        temporary
+            .commit()
+            .map_err(|err| FitError::io(format!("renaming into {}", self.path.display()), err))?;
         Ok(())
     }
-}
-
-/// The suffix of the ledger's temporaries.
-const TEMPORARY_SUFFIX: &str = ".tmp";
-
-/// `.<ledger name>.`: the prefix of the ledger's temporaries (a random part and
-/// [`TEMPORARY_SUFFIX`] follow).
-fn temporary_prefix(path: &Path) -> OsString {
-    let mut prefix = OsString::from(".");
-    prefix.push(path.file_name().unwrap_or_default());
-    prefix.push(".");
-    prefix
 }
 
 /// Whether `entry` (a name in the ledger's directory) is a temporary of the ledger named
@@ -363,14 +339,6 @@ fn sibling(path: &Path, suffix: &str) -> PathBuf {
     let mut name = path.file_name().unwrap_or_default().to_os_string();
     name.push(suffix);
     path.with_file_name(name)
-}
-
-/// The directory holding `path` (`.` for a bare file name).
-fn parent_dir(path: &Path) -> &Path {
-    match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    }
 }
 
 /// An exclusive lock (`flock`) on `<ledger>.lock`, released when dropped or when the process dies
