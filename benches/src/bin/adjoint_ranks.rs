@@ -7,20 +7,29 @@
 //!
 //! The runs alternate (1, 2, 2, 1, ...) so a drift in the machine's load falls on both, and
 //! the best time of each is kept. The energies and gradients of the two are compared too.
+//! Whole runs take tens of seconds, so on a shared machine the load can change between them;
+//! the bench also times single J/K builds of the converged density through the same path
+//! (`Group::run`, `FockBuilder::partial` on each rank's pool, `allreduce_sum`), alternating
+//! 1 and 2 devices `--builds` times (default 10), and reports the median of the paired
+//! ratios, which a slow drift in the load affects much less.
 //!
-//! `cargo run --release -p tutti-benches --bin adjoint_ranks [-- --repeats 1]`. Results:
+//! `cargo run --release -p tutti-benches --bin adjoint_ranks [-- --repeats 1] [--builds 10]`.
+//! Results:
 //! `benches/results/adjoint_ranks.json`.
 
 use std::error::Error;
 use std::time::Instant;
 
 use serde_json::json;
+use tutti_adjoint::fock::FockBuilder;
+use tutti_adjoint::integrals::EriEngine;
 use tutti_adjoint::{
     rhf, rhf_gradient, AngularKind, Basis, BasisSet, GradientOptions, Molecule, RhfGradient,
     RhfResult, ScfOptions,
 };
 use tutti_backend::Resources;
 use tutti_benches::write_results;
+use tutti_group::Group;
 
 /// Staggered ethane, bohr: r(CC) = 1.536 A, r(CH) = 1.094 A, angle(HCC) = 111.2 deg (the
 /// geometry of adjoint_threads and adjoint_gradient).
@@ -47,27 +56,48 @@ fn ethane() -> Vec<(&'static str, [f64; 3])> {
     atoms
 }
 
-/// `--repeats R` (default 1).
-fn repeats() -> Result<usize, Box<dyn Error>> {
-    let mut repeats = 1;
+/// `--repeats R` (default 1) and `--builds B` (default 10).
+fn arguments() -> Result<(usize, usize), Box<dyn Error>> {
+    let (mut repeats, mut builds) = (1, 10);
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--repeats" => {
-                let value = args.next().ok_or("--repeats needs a count")?;
-                repeats = value
-                    .parse()
-                    .map_err(|err| format!("--repeats `{value}`: {err}"))?;
-            }
+        let target = match arg.as_str() {
+            "--repeats" => &mut repeats,
+            "--builds" => &mut builds,
             other => {
                 return Err(format!(
-                    "unknown argument `{other}`; usage: adjoint_ranks [--repeats R]"
+                    "unknown argument `{other}`; usage: adjoint_ranks [--repeats R] [--builds B]"
                 )
                 .into())
             }
-        }
+        };
+        let value = args.next().ok_or_else(|| format!("{arg} needs a count"))?;
+        *target = value
+            .parse()
+            .map_err(|err| format!("{arg} `{value}`: {err}"))?;
     }
-    Ok(repeats.max(1))
+    Ok((repeats.max(1), builds.max(1)))
+}
+
+/// Seconds of one J/K build of `density` split among the ranks of `group`, as the SCF does
+/// it: each rank's share on its device's pool, the parts summed in rank order.
+fn split_build(
+    group: &Group,
+    builder: &FockBuilder<'_>,
+    density: faer::MatRef<'_, f64>,
+) -> Result<f64, Box<dyn Error>> {
+    let started = Instant::now();
+    group
+        .run(|comm| -> Result<(), Box<dyn Error + Send + Sync>> {
+            let pool = comm.device().thread_pool()?;
+            let (rank, ranks) = (comm.rank(), comm.size());
+            let mut part = pool.install(|| builder.partial(density, rank, ranks));
+            comm.allreduce_sum(part.as_mut_slice())?;
+            std::hint::black_box(part.finish());
+            Ok(())
+        })
+        .map_err(|err| err.to_string())?;
+    Ok(started.elapsed().as_secs_f64())
 }
 
 fn load_average() -> Option<String> {
@@ -111,7 +141,7 @@ fn alternate<T>(
 }
 
 fn main() -> Result<(), Box<dyn Error>> {
-    let repeats = repeats()?;
+    let (repeats, builds) = arguments()?;
     let cores = tutti_backend::system::host_cores();
     let load_start = load_average();
     println!(
@@ -143,6 +173,44 @@ fn main() -> Result<(), Box<dyn Error>> {
          {energy_two:.3} s (J/K {:.3} s): ratio {energy_ratio:.3} (target <= 1.05); \
          E = {:.10} Eh, relative difference {energy_difference:.1e}",
         one.timings.fock, one.timings.fock_builds, two.timings.fock, one.energy
+    );
+
+    // Single J/K builds of the converged density, 1 and 2 devices alternating.
+    let engine = EriEngine::new(&basis);
+    let builder = FockBuilder::new(&engine, ScfOptions::default().schwarz_threshold);
+    let (group_one, group_two) = (
+        Group::from_resources(&Resources::cpu(1))?,
+        Group::from_resources(&Resources::cpu(2))?,
+    );
+    let density = one.density.as_ref();
+    let mut pairs = Vec::with_capacity(builds);
+    for build in 0..builds {
+        // Alternate which goes first, so neither always follows the other.
+        let (a, b) = if build % 2 == 0 {
+            let a = split_build(&group_one, &builder, density)?;
+            (a, split_build(&group_two, &builder, density)?)
+        } else {
+            let b = split_build(&group_two, &builder, density)?;
+            (split_build(&group_one, &builder, density)?, b)
+        };
+        pairs.push((a, b));
+    }
+    let mut ratios: Vec<f64> = pairs.iter().map(|(a, b)| b / a).collect();
+    ratios.sort_by(f64::total_cmp);
+    let median = if builds % 2 == 1 {
+        ratios[builds / 2]
+    } else {
+        0.5 * (ratios[builds / 2 - 1] + ratios[builds / 2])
+    };
+    let best_one = pairs.iter().map(|p| p.0).fold(f64::INFINITY, f64::min);
+    let best_two = pairs.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
+    println!(
+        "  J/K build ({builds} alternating pairs): best 1 device {best_one:.3} s, 2 devices \
+         {best_two:.3} s (ratio of bests {:.3}); median paired ratio {median:.3}, paired \
+         ratios {:.3} to {:.3} (target <= 1.05)",
+        best_two / best_one,
+        ratios[0],
+        ratios[builds - 1]
     );
 
     let gradient_options =
@@ -178,6 +246,13 @@ fn main() -> Result<(), Box<dyn Error>> {
             "cores": cores,
             "load_average_1min_start": load_start,
             "load_average_1min_end": load_end,
+            "jk_build": {
+                "builds": builds,
+                "pairs_seconds": pairs.iter().map(|(a, b)| [*a, *b]).collect::<Vec<_>>(),
+                "best_one_device_seconds": best_one,
+                "best_two_devices_seconds": best_two,
+                "median_paired_ratio": median,
+            },
             "energy": {
                 "one_device_seconds": energy_one,
                 "two_devices_seconds": energy_two,
