@@ -586,15 +586,16 @@ typedef struct TuttiFmmOptions {
      */
     double softening;
     /**
-     * Simulated (CPU) devices the evaluation is split among, 1 to
-     * `TUTTI_MAX_SIMULATED_DEVICES` (default 1). The result is bit-identical for any count.
-     */
-    int devices;
-    /**
      * Non-zero: the far field (M2L) in f32 with f64 accumulation, accuracy-neutral at
      * moderate order (default 0: everything in f64).
      */
     int f32_far_field;
+    /**
+     * Where the evaluation runs (default: `tutti_resources_default`, one simulated device
+     * using all cores when there is no GPU). The result is bit-identical for any device
+     * count; memory caps too small for the evaluation are refused up front.
+     */
+    struct TuttiResources resources;
 } TuttiFmmOptions;
 
 /**
@@ -857,7 +858,7 @@ int tutti_fit(TuttiResidualFn residual_fn,
 
 /**
  * Writes the default FMM options to `*options`: order 7, theta 0.5, leaf size 64, no
- * softening, 1 device, f64 far field. They reach a relative L2 error below 1e-4 on
+ * softening, f64 far field, the default resources. They reach a relative L2 error below 1e-4 on
  * accelerations for uniform, Plummer and thin-disk bodies.
  *
  * # Safety
@@ -867,7 +868,7 @@ int tutti_fmm_options_default(struct TuttiFmmOptions *options);
 
 /**
  * Computes the potential and acceleration of each of `n` bodies by the fast multipole
- * method, split among `options->devices` simulated devices (the result is bit-identical
+ * method, split among the devices of `options->resources` (the result is bit-identical
  * for any device count).
  *
  * Inputs: `positions` (`n * 3` doubles, row-major: body i at `positions[3 i .. 3 i + 3]`),
@@ -887,7 +888,8 @@ int tutti_fmm_options_default(struct TuttiFmmOptions *options);
  * For `n > 0`: `positions` holds `n * 3` doubles and `masses` `n` doubles, readable for the
  * call; `potential_out` and `accel_out` are NULL or writable for `n` and `n * 3` doubles and
  * do not overlap the inputs (an overlap is refused, not undefined); `options` is NULL or
- * points to a `TuttiFmmOptions`.
+ * points to a `TuttiFmmOptions` whose `resources` pointers are NULL or valid as documented
+ * on `TuttiResources`.
  */
 int tutti_fmm(int64_t n,
               const double *positions,
