@@ -213,6 +213,28 @@ fn main() -> Result<(), Box<dyn Error>> {
         ratios[builds - 1]
     );
 
+    // The balance of the static split, without the noise of two ranks sharing two cores:
+    // each rank's share alone on one thread, best of three; a perfect split has max / mean 1.
+    let single = rayon::ThreadPoolBuilder::new().num_threads(1).build()?;
+    let shares: Vec<f64> = (0..2)
+        .map(|rank| {
+            (0..3)
+                .map(|_| {
+                    let started = Instant::now();
+                    std::hint::black_box(single.install(|| builder.partial(density, rank, 2)));
+                    started.elapsed().as_secs_f64()
+                })
+                .fold(f64::INFINITY, f64::min)
+        })
+        .collect();
+    let share_mean = shares.iter().sum::<f64>() / shares.len() as f64;
+    let share_imbalance = shares.iter().copied().fold(0.0f64, f64::max) / share_mean;
+    println!(
+        "  J/K shares of 2 ranks, each alone on one thread: {:.3} s and {:.3} s (max / mean \
+         {share_imbalance:.3})",
+        shares[0], shares[1]
+    );
+
     let gradient_options =
         |devices| GradientOptions::default().with_resources(Resources::cpu(devices));
     let [(gradient_one, g_one), (gradient_two, g_two)]: [(f64, RhfGradient); 2] =
@@ -252,6 +274,8 @@ fn main() -> Result<(), Box<dyn Error>> {
                 "best_one_device_seconds": best_one,
                 "best_two_devices_seconds": best_two,
                 "median_paired_ratio": median,
+                "share_seconds_alone_one_thread": shares,
+                "share_max_over_mean": share_imbalance,
             },
             "energy": {
                 "one_device_seconds": energy_one,

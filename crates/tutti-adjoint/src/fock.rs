@@ -4,8 +4,8 @@
 //! J_ij = sum_kl (ij|kl) P_kl and K_ij = sum_kl (ik|jl) P_kl for a symmetric P. Paths:
 //! - [`FockBuilder::serial`]: the reference, one loop over canonical quartets in order;
 //! - [`FockBuilder::partial`]: one rank's share of a build split among `ranks`: the bra shell
-//!   pairs sorted by estimated cost (largest first, [`FockBuilder::bra_order`]) are dealt
-//!   round-robin to the ranks, and a rank's share round-robin into `4 * threads` task lists
+//!   pairs sorted by estimated cost (largest first, [`FockBuilder::bra_order`]) are dealt to
+//!   the least loaded rank by that cost, and a rank's share round-robin into `4 * threads` task lists
 //!   of the current rayon pool (install a device's pool to choose it); rayon's work stealing
 //!   runs the lists, each folding into its own private J/K accumulators, which are then
 //!   summed in list order. The ranks' [`PartialCoulombExchange`]s are summed in rank order
@@ -78,6 +78,8 @@ pub struct FockBuilder<'e> {
     threshold: f64,
     /// Canonical bra pairs, largest estimated cost first.
     order: Vec<usize>,
+    /// The estimated cost of each entry of `order`.
+    costs: Vec<f64>,
 }
 
 impl<'e> FockBuilder<'e> {
@@ -86,19 +88,28 @@ impl<'e> FockBuilder<'e> {
     pub fn new(engine: &'e EriEngine, schwarz_threshold: f64) -> Self {
         let pairs = engine.pairs();
         let counts = engine.function_counts();
-        let cost = |index: usize| {
+        // A quartet (ab|cd) costs about its primitive quartets times its functions: the
+        // product of a weight per pair. A bra pair's cost is its weight times the sum of the
+        // weights of its kets (the pairs up to it), a prefix sum.
+        let weight = |index: usize| {
             let pair = &pairs[index];
-            // Kets c d <= a b, each costing about the primitive pairs times the functions.
-            (index + 1) as f64
-                * pair.primitive_count() as f64
-                * (counts[pair.a] * counts[pair.b]) as f64
+            (pair.primitive_count() * counts[pair.a] * counts[pair.b]) as f64
         };
+        let mut kets = 0.0;
+        let cost: Vec<f64> = (0..pairs.len())
+            .map(|index| {
+                kets += weight(index);
+                weight(index) * kets
+            })
+            .collect();
         let mut order: Vec<usize> = (0..pairs.len()).collect();
-        order.sort_by(|x, y| cost(*y).total_cmp(&cost(*x)).then(x.cmp(y)));
+        order.sort_by(|x, y| cost[*y].total_cmp(&cost[*x]).then(x.cmp(y)));
+        let costs = order.iter().map(|&index| cost[index]).collect();
         Self {
             engine,
             threshold: schwarz_threshold,
             order,
+            costs,
         }
     }
 
@@ -126,8 +137,9 @@ impl<'e> FockBuilder<'e> {
         self.partial(density, 0, 1).finish()
     }
 
-    /// Rank `rank`'s share of a build split among `ranks` (bra pairs `bra_order()[rank]`,
-    /// `[rank + ranks]`, ...), on the current rayon pool in `4 * threads` task lists.
+    /// Rank `rank`'s share of a build split among `ranks` (the bra pairs of `bra_order()`
+    /// dealt largest first to the least loaded rank by estimated cost), on the current rayon
+    /// pool in `4 * threads` task lists.
     /// Summing the parts of ranks `0..ranks` and finishing gives J and K. A `rank` at or
     /// beyond `ranks` has an empty share (all zero).
     pub fn partial(
@@ -138,12 +150,9 @@ impl<'e> FockBuilder<'e> {
     ) -> PartialCoulombExchange {
         let nao = self.engine.nao();
         let density = flatten(density);
-        let share: Vec<usize> = self
-            .order
-            .iter()
-            .copied()
-            .skip(rank)
-            .step_by(ranks.max(1))
+        let share: Vec<usize> = crate::split::rank_share(&self.costs, rank, ranks)
+            .into_iter()
+            .map(|position| self.order[position])
             .collect();
         let lists = (4 * rayon::current_num_threads()).clamp(1, share.len().max(1));
         let partials: Vec<PartialCoulombExchange> = (0..lists)

@@ -47,6 +47,7 @@ pub mod integrals;
 pub mod molecule;
 mod plan;
 pub mod scf;
+mod split;
 pub mod summary;
 
 pub use basis::{AngularKind, Basis, BasisSet, Shell, ShellData};

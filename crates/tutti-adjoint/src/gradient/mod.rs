@@ -314,11 +314,13 @@ fn primitive_terms(
     };
     let order: Vec<(usize, usize)> = match share {
         None => Vec::new(),
-        Some((rank, ranks)) => parallel::task_order(&inputs)
-            .into_iter()
-            .skip(rank)
-            .step_by(ranks.max(1))
-            .collect(),
+        Some((rank, ranks)) => {
+            let (order, costs) = parallel::task_order(&inputs);
+            crate::split::rank_share(&costs, rank, ranks)
+                .into_iter()
+                .map(|position| order[position])
+                .collect()
+        }
     };
     timings.two_electron += setup.elapsed().as_secs_f64();
     let serial = share.is_none();

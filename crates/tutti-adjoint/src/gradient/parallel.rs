@@ -12,8 +12,9 @@ use super::terms::Inputs;
 use crate::integrals::cartesian::cartesian_count;
 use crate::integrals::eri::EriWorkspace;
 
-/// Canonical shell pairs (a, b), a >= b, largest estimated cost first (ties by pair order).
-pub(super) fn task_order(inputs: &Inputs<'_>) -> Vec<(usize, usize)> {
+/// Canonical shell pairs (a, b), a >= b, largest estimated cost first (ties by pair order),
+/// and their estimated costs (for the ranks' shares, `crate::split`).
+pub(super) fn task_order(inputs: &Inputs<'_>) -> (Vec<(usize, usize)>, Vec<f64>) {
     let shells = inputs.shell_count();
     let engine = inputs.engine;
     let side = |s: usize, b: usize| {
@@ -29,7 +30,8 @@ pub(super) fn task_order(inputs: &Inputs<'_>) -> Vec<(usize, usize)> {
         .flat_map(|a| (0..=a).map(move |b| (a, b)))
         .collect();
     order.sort_by(|x, y| cost(*y).total_cmp(&cost(*x)).then(x.cmp(y)));
-    order
+    let costs = order.iter().map(|&pair| cost(pair)).collect();
+    (order, costs)
 }
 
 /// Contributions of one task: (flat primitive index, [raised, plain]).
