@@ -185,9 +185,18 @@ fn an_error_on_one_rank_is_the_error_returned() {
             calls: std::sync::atomic::AtomicUsize::new(0),
             nth,
         };
-        let layers: [&dyn Layer<f64>; 3] = [&a, &b, &failing];
-        let options = SrcOptions::new(5).with_resources(Resources::cpu(3));
-        let err = src(&layers, &options).unwrap_err();
+        let (a, b) = (a.clone(), b.clone());
+        // A hang fails the test instead of hanging the suite.
+        let (sender, receiver) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let layers: [&dyn Layer<f64>; 3] = [&a, &b, &failing];
+            let options = SrcOptions::new(5).with_resources(Resources::cpu(3));
+            let _ = sender.send(src(&layers, &options).map(|_| ()));
+        });
+        let err = receiver
+            .recv_timeout(std::time::Duration::from_secs(120))
+            .expect("the sweep returned within 120 s")
+            .unwrap_err();
         assert!(
             err.to_string().contains("injected failure"),
             "nth {nth}: {err}"
