@@ -73,7 +73,15 @@ fn an_error_on_one_rank_surfaces() {
     positions.push([2.0, 2.0, 2.0]);
     masses.extend([1.0, 1.0]);
     for devices in 1..=3 {
-        let err = on(devices, &positions, &masses, &FmmOptions::default())
+        // In a thread with a time limit: a hang fails the test instead of the suite.
+        let (sender, receiver) = std::sync::mpsc::channel();
+        let (positions, masses) = (positions.clone(), masses.clone());
+        std::thread::spawn(move || {
+            let _ = sender.send(on(devices, &positions, &masses, &FmmOptions::default()));
+        });
+        let err = receiver
+            .recv_timeout(std::time::Duration::from_secs(120))
+            .expect("the evaluation returned within 120 s")
             .expect_err("coincident bodies");
         match err {
             FmmError::CoincidentBodies { first, second, .. } => {
