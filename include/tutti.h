@@ -317,6 +317,10 @@ typedef struct TuttiRhfResult {
 
 /**
  * Options of `tutti_rhf_gradient`. Start from `tutti_gradient_options_default`.
+ *
+ * The defaults are `tutti_rhf_options_default`'s with the density tolerance tightened to
+ * 1e-9, as in Rust's `GradientOptions::default()` (the gradient is first order in the
+ * density's error).
  */
 typedef struct TuttiGradientOptions {
     /**
@@ -696,7 +700,8 @@ int tutti_rhf_energy_bohr(int n_atoms,
 /**
  * Writes the default gradient options to `*options`: the RHF defaults
  * (`tutti_rhf_options_default`: the default resources, neutral, spherical, 128
- * iterations, tolerances 1e-10 Eh and 1e-8) and the split, threaded implementation.
+ * iterations, energy tolerance 1e-10 Eh) with the density tolerance tightened to 1e-9 (as
+ * Rust's `GradientOptions::default()`), and the split, threaded implementation.
  *
  * # Safety
  * `options` is NULL or valid for writing a `TuttiGradientOptions`.

@@ -24,8 +24,12 @@ use crate::memory::{array_to_c, free_c, string_to_c};
 use crate::status::Error;
 
 /// Options of `tutti_rhf_gradient`. Start from `tutti_gradient_options_default`.
+///
+/// The defaults are `tutti_rhf_options_default`'s with the density tolerance tightened to
+/// 1e-9, as in Rust's `GradientOptions::default()` (the gradient is first order in the
+/// density's error).
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TuttiGradientOptions {
     /// The SCF's options (see `TuttiRhfOptions`); `rhf.resources` also run every loop of
     /// the gradient (the same ranks, each loop split among them).
@@ -33,6 +37,16 @@ pub struct TuttiGradientOptions {
     /// 1 to run the serial reference implementation, 0 (default) for the one split among the
     /// devices and threaded over shell pairs; both give the same gradient to round-off.
     pub serial: c_int,
+}
+
+impl Default for TuttiGradientOptions {
+    fn default() -> Self {
+        let rhf = TuttiRhfOptions {
+            density_tolerance: GradientOptions::DENSITY_TOLERANCE,
+            ..TuttiRhfOptions::default()
+        };
+        Self { rhf, serial: 0 }
+    }
 }
 
 /// One shell of the basis placed on an atom: where its primitives sit in the flat arrays of
@@ -137,7 +151,8 @@ impl Default for TuttiRhfGradient {
 
 /// Writes the default gradient options to `*options`: the RHF defaults
 /// (`tutti_rhf_options_default`: the default resources, neutral, spherical, 128
-/// iterations, tolerances 1e-10 Eh and 1e-8) and the split, threaded implementation.
+/// iterations, energy tolerance 1e-10 Eh) with the density tolerance tightened to 1e-9 (as
+/// Rust's `GradientOptions::default()`), and the split, threaded implementation.
 ///
 /// # Safety
 /// `options` is NULL or valid for writing a `TuttiGradientOptions`.
@@ -617,6 +632,22 @@ END
     }
 
     #[test]
+    fn the_default_density_tolerance_is_the_gradients() {
+        let mut options = TuttiGradientOptions::default();
+        options.rhf.density_tolerance = 0.5;
+        // SAFETY: a valid pointer to a local.
+        assert_eq!(unsafe { tutti_gradient_options_default(&mut options) }, 0);
+        assert_eq!(
+            options.rhf.density_tolerance,
+            GradientOptions::DENSITY_TOLERANCE
+        );
+        assert_eq!(
+            GradientOptions::default().scf.density_tolerance,
+            GradientOptions::DENSITY_TOLERANCE
+        );
+    }
+
+    #[test]
     fn errors_have_their_status_and_leave_outputs_untouched() {
         let invalid = TuttiStatus::TUTTI_ERROR_INVALID_ARGUMENT.code();
         let defaults = TuttiGradientOptions::default();
@@ -713,11 +744,15 @@ END
     }
 
     #[test]
-    fn default_options_are_the_rhf_defaults_threaded() {
+    fn default_options_are_the_rhf_defaults_threaded_with_the_gradients_tolerance() {
         let mut options = options(9, 9);
         // SAFETY: a valid pointer to a local.
         assert_eq!(unsafe { tutti_gradient_options_default(&mut options) }, 0);
-        assert_eq!(options.rhf, TuttiRhfOptions::default());
+        let rhf = TuttiRhfOptions {
+            density_tolerance: GradientOptions::DENSITY_TOLERANCE,
+            ..TuttiRhfOptions::default()
+        };
+        assert_eq!(options.rhf, rhf);
         assert_eq!(options.serial, 0);
     }
 }
