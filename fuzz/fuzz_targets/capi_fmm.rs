@@ -15,14 +15,21 @@ use std::os::raw::c_int;
 use std::ptr;
 
 use libfuzzer_sys::fuzz_target;
-use tutti::{tutti_direct_sum, tutti_fmm, tutti_fmm_options_default, TuttiFmmOptions, TuttiStatus};
+use tutti::{
+    tutti_direct_sum, tutti_fmm, tutti_fmm_options_default, TuttiFmmOptions, TuttiKind,
+    TuttiResources, TuttiStatus,
+};
 use tutti_fuzz::Bytes;
 
 const OK: c_int = TuttiStatus::TUTTI_OK as c_int;
 const INVALID: c_int = TuttiStatus::TUTTI_ERROR_INVALID_ARGUMENT as c_int;
 
 fn relative_l2(approx: &[f64], exact: &[f64]) -> f64 {
-    let diff: f64 = approx.iter().zip(exact).map(|(a, e)| (a - e) * (a - e)).sum();
+    let diff: f64 = approx
+        .iter()
+        .zip(exact)
+        .map(|(a, e)| (a - e) * (a - e))
+        .sum();
     let norm: f64 = exact.iter().map(|e| e * e).sum();
     (diff / norm.max(f64::MIN_POSITIVE)).sqrt()
 }
@@ -36,8 +43,8 @@ fuzz_target!(|data: &[u8]| {
         theta: 0.0,
         leaf_size: 0,
         softening: 0.0,
-        devices: 0,
         f32_far_field: 0,
+        resources: TuttiResources::default(),
     };
     // SAFETY: a writable options struct.
     assert_eq!(unsafe { tutti_fmm_options_default(&mut options) }, OK);
@@ -46,7 +53,8 @@ fuzz_target!(|data: &[u8]| {
     options.order = c_int::from(bytes.u8() % 5) + 3;
     // One device mostly: each extra device costs a thread pool per call, and the split is
     // checked bit for bit against one device by the crate's own property tests.
-    options.devices = match bytes.u8() {
+    options.resources.kind = TuttiKind::TUTTI_KIND_CPU as c_int;
+    options.resources.devices = match bytes.u8() {
         tag @ 0..=63 => c_int::from(tag % 3) + 2,
         _ => 1,
     };
@@ -60,29 +68,68 @@ fuzz_target!(|data: &[u8]| {
                 // potential and acceleration share a buffer
                 let mut out = vec![0.0; 3 * n];
                 // SAFETY: every buffer is large enough; the aliasing is the case under test.
-                unsafe { tutti_fmm(n64, positions.as_ptr(), masses.as_ptr(), &options, out.as_mut_ptr(), out.as_mut_ptr()) }
+                unsafe {
+                    tutti_fmm(
+                        n64,
+                        positions.as_ptr(),
+                        masses.as_ptr(),
+                        &options,
+                        out.as_mut_ptr(),
+                        out.as_mut_ptr(),
+                    )
+                }
             }
             2 => {
                 // the acceleration overwrites the positions
                 let accel = positions.as_mut_ptr();
                 // SAFETY: as above.
-                unsafe { tutti_fmm(n64, positions.as_ptr(), masses.as_ptr(), &options, ptr::null_mut(), accel) }
+                unsafe {
+                    tutti_fmm(
+                        n64,
+                        positions.as_ptr(),
+                        masses.as_ptr(),
+                        &options,
+                        ptr::null_mut(),
+                        accel,
+                    )
+                }
             }
             3 => {
                 // the potential overlaps the strengths
                 let mut shared = masses.clone();
                 let strengths = shared.as_ptr();
                 // SAFETY: as above.
-                unsafe { tutti_fmm(n64, positions.as_ptr(), strengths, &options, shared.as_mut_ptr(), ptr::null_mut()) }
+                unsafe {
+                    tutti_fmm(
+                        n64,
+                        positions.as_ptr(),
+                        strengths,
+                        &options,
+                        shared.as_mut_ptr(),
+                        ptr::null_mut(),
+                    )
+                }
             }
             _ => {
                 // the direct sum, potential inside the positions
                 let potential = positions.as_mut_ptr();
                 // SAFETY: as above.
-                unsafe { tutti_direct_sum(n64, positions.as_ptr(), masses.as_ptr(), 0.0, potential, ptr::null_mut()) }
+                unsafe {
+                    tutti_direct_sum(
+                        n64,
+                        positions.as_ptr(),
+                        masses.as_ptr(),
+                        0.0,
+                        potential,
+                        ptr::null_mut(),
+                    )
+                }
             }
         };
-        assert_eq!(status, INVALID, "aliased buffers (case {aliasing}) gave status {status}");
+        assert_eq!(
+            status, INVALID,
+            "aliased buffers (case {aliasing}) gave status {status}"
+        );
         return;
     }
 
@@ -90,7 +137,14 @@ fuzz_target!(|data: &[u8]| {
     let mut accel = vec![0.0; 3 * n];
     // SAFETY: distinct buffers of the documented sizes.
     let status = unsafe {
-        tutti_fmm(n64, positions.as_ptr(), masses.as_ptr(), &options, potential.as_mut_ptr(), accel.as_mut_ptr())
+        tutti_fmm(
+            n64,
+            positions.as_ptr(),
+            masses.as_ptr(),
+            &options,
+            potential.as_mut_ptr(),
+            accel.as_mut_ptr(),
+        )
     };
     if status != OK || n < 2 {
         return;
@@ -99,7 +153,14 @@ fuzz_target!(|data: &[u8]| {
     let mut exact_accel = vec![0.0; 3 * n];
     // SAFETY: as above.
     let status = unsafe {
-        tutti_direct_sum(n64, positions.as_ptr(), masses.as_ptr(), 0.0, exact_potential.as_mut_ptr(), exact_accel.as_mut_ptr())
+        tutti_direct_sum(
+            n64,
+            positions.as_ptr(),
+            masses.as_ptr(),
+            0.0,
+            exact_potential.as_mut_ptr(),
+            exact_accel.as_mut_ptr(),
+        )
     };
     assert_eq!(status, OK, "the FMM accepted bodies the direct sum refuses");
     let tolerance = match (n <= options.leaf_size as usize, options.order) {
@@ -109,7 +170,14 @@ fuzz_target!(|data: &[u8]| {
         (false, _) => 0.5,
     };
     let error = relative_l2(&accel, &exact_accel);
-    assert!(error < tolerance, "FMM vs direct sum: relative L2 {error:e} on {n} bodies, leaf {}", options.leaf_size);
+    assert!(
+        error < tolerance,
+        "FMM vs direct sum: relative L2 {error:e} on {n} bodies, leaf {}",
+        options.leaf_size
+    );
     let error = relative_l2(&potential, &exact_potential);
-    assert!(error < tolerance, "FMM potential vs direct sum: relative L2 {error:e}");
+    assert!(
+        error < tolerance,
+        "FMM potential vs direct sum: relative L2 {error:e}"
+    );
 });
