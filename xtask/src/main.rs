@@ -11,6 +11,8 @@
 //! - `campaign-chaos [--kills N] [--replicates N] [--seed N]`: SIGKILL a checkpointed
 //!   campaign N times at random moments, resume it, check it against an uninterrupted run,
 //!   then fail a ledger write on a full "disk" and rerun.
+//! - `gpu-pack [--xz]`: build the GPU test binaries and the CUDA `tutti` (release, stripped)
+//!   into `.gpu/` with `scripts/gpu-run.sh` as `run.sh` and a `MANIFEST` (`gpu_pack.rs`).
 //! - `ci`: install missing tools, then formatting, the layer check, lints, tests, the cuda
 //!   build, the header check and the FFI tests, failing fast.
 
@@ -18,6 +20,7 @@ mod chaos;
 mod ci;
 mod ffi;
 mod fuzz;
+mod gpu_pack;
 mod header;
 mod layers;
 mod tools;
@@ -42,6 +45,9 @@ tasks:
   campaign-chaos [--kills N] [--replicates N] [--seed N]
                      kill a checkpointed campaign N times (default 200), resume, compare with
                      an uninterrupted run; then a ledger write on a full disk, and a rerun
+  gpu-pack [--xz]    build the GPU tests and `tutti` (release, cuda, stripped) into .gpu/ with
+                     run.sh and a MANIFEST, for `bash .gpu/run.sh` on a GPU machine without
+                     Rust; xz-compressed above 48 MiB (or with --xz), refused if still above
   ci                 install missing tools, then fmt, check-layers, clippy, test, cuda clippy,
                      header check, ffi-test; stops at the first failure
 ";
@@ -84,6 +90,7 @@ fn dispatch(args: &[String]) -> Result<(), Failure> {
         "bench" => bench(&Workspace::load()?, rest),
         "campaign-chaos" => chaos::run_all(&Workspace::load()?, &chaos::ChaosOptions::parse(rest)?),
         "fuzz" => fuzz::run_all(&Workspace::load()?, &fuzz::FuzzBudget::parse(rest)?),
+        "gpu-pack" => gpu_pack::run_all(&Workspace::load()?, &gpu_pack::PackOptions::parse(rest)?),
         "ci" => {
             no_args(task, rest)?;
             ci::run_all()
