@@ -109,6 +109,24 @@ impl<T: Element> Buffer<T> {
         }
     }
 
+    /// The device memory, when the buffer lives on a GPU.
+    #[cfg(feature = "cuda")]
+    pub(crate) fn cuda_bytes(&self) -> Option<&crate::cuda::CudaBytes> {
+        match &self.storage {
+            Storage::Cuda(bytes) => Some(bytes),
+            Storage::Host(_) => None,
+        }
+    }
+
+    /// The device memory, mutably, when the buffer lives on a GPU.
+    #[cfg(feature = "cuda")]
+    pub(crate) fn cuda_bytes_mut(&mut self) -> Option<&mut crate::cuda::CudaBytes> {
+        match &mut self.storage {
+            Storage::Cuda(bytes) => Some(bytes),
+            Storage::Host(_) => None,
+        }
+    }
+
     /// Copies the elements into `out`, which must have the same length.
     pub fn copy_to_host(&self, out: &mut [T]) -> Result<(), BackendError> {
         check_len("download", self.len, out.len())?;

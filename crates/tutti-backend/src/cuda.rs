@@ -81,7 +81,7 @@ fn driver_library() -> Result<(), BackendError> {
 }
 
 /// Runs `call` (which calls into the driver), turning a panic inside cudarc into an error.
-fn catch<T>(device: &str, call: impl FnOnce() -> T) -> Result<T, BackendError> {
+pub(crate) fn catch<T>(device: &str, call: impl FnOnce() -> T) -> Result<T, BackendError> {
     catch_unwind(AssertUnwindSafe(call)).map_err(|panic| BackendError::Cuda {
         device: device.to_string(),
         message: format!(
@@ -92,7 +92,7 @@ fn catch<T>(device: &str, call: impl FnOnce() -> T) -> Result<T, BackendError> {
 }
 
 /// Runs a fallible driver call under [`catch`], mapping its error into [`BackendError`].
-fn driver<T>(
+pub(crate) fn driver<T>(
     device: &str,
     call: impl FnOnce() -> Result<T, DriverError>,
 ) -> Result<T, BackendError> {
@@ -173,6 +173,10 @@ pub(crate) struct CudaDevice {
     stream: Arc<cudarc::driver::CudaStream>,
     /// Ordinals whose memory this handle's context was given direct access to.
     peers: Mutex<Vec<usize>>,
+    /// cuBLAS and cuSOLVER handles on `stream`, created on first use.
+    math: crate::cuda_blas::MathHandles,
+    /// Kernel modules compiled and loaded on this handle, by module name.
+    kernels: crate::nvrtc::ModuleCache,
 }
 
 impl CudaDevice {
@@ -201,7 +205,34 @@ impl CudaDevice {
             ctx,
             stream,
             peers: Mutex::new(Vec::new()),
+            math: crate::cuda_blas::MathHandles::default(),
+            kernels: crate::nvrtc::ModuleCache::default(),
         })
+    }
+
+    /// `"gpu:N"`, as errors name the device.
+    pub(crate) fn label(&self) -> &str {
+        &self.label
+    }
+
+    /// The device's primary context.
+    pub(crate) fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+
+    /// The stream this handle queues its work on.
+    pub(crate) fn cuda_stream(&self) -> &cudarc::driver::CudaStream {
+        &self.stream
+    }
+
+    /// The kernel modules loaded on this device handle.
+    pub(crate) fn kernels(&self) -> &crate::nvrtc::ModuleCache {
+        &self.kernels
+    }
+
+    /// The library handles of this device handle.
+    pub(crate) fn math(&self) -> &crate::cuda_blas::MathHandles {
+        &self.math
     }
 
     /// The GPU's name as the driver reports it (e.g. "NVIDIA H100 80GB HBM3").
@@ -419,7 +450,7 @@ fn check_bytes(device: &str, op: &str, source: usize, dest: usize) -> Result<(),
 pub(crate) struct CudaBytes {
     len: usize,
     /// `None` for zero bytes: the driver does not allocate empty blocks.
-    slice: Option<CudaSlice<u8>>,
+    pub(crate) slice: Option<CudaSlice<u8>>,
 }
 
 /// A CUDA stream of one device handle.

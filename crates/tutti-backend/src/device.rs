@@ -108,6 +108,7 @@ impl Device {
     pub(crate) fn cuda(
         index: usize,
         ordinal: usize,
+        threads: usize,
         memory_cap: Option<u64>,
     ) -> Result<Self, BackendError> {
         let cuda = crate::cuda::CudaDevice::open(ordinal)?;
@@ -115,7 +116,7 @@ impl Device {
             kind: DeviceKind::Cuda,
             ordinal,
             index,
-            threads: 1,
+            threads,
             memory_cap,
             host_share: 1,
             allocated: AtomicU64::new(0),

@@ -92,6 +92,15 @@ pub enum BackendError {
         /// What is wrong with it.
         reason: String,
     },
+    /// A device operation described inconsistently: an operand outside its buffer, a leading
+    /// dimension shorter than its rows, a size the device library cannot take.
+    #[error("invalid {op}: {detail}")]
+    InvalidArgument {
+        /// The operation (`"gemm"`, `"qr_q"`).
+        op: &'static str,
+        /// What is wrong, with the numbers.
+        detail: String,
+    },
     /// An error reported by the CUDA driver.
     #[error("CUDA error on {device}: {message}")]
     Cuda {
@@ -99,6 +108,30 @@ pub enum BackendError {
         device: String,
         /// The driver's message.
         message: String,
+    },
+    /// A kernel launch that does not match its kernel's description (arguments, element
+    /// types, devices, launch dimensions), or a kernel that failed to run.
+    #[error("kernel {module}::{entry}: {message}")]
+    Kernel {
+        /// The kernel module's name.
+        module: String,
+        /// The entry point's name.
+        entry: String,
+        /// What is wrong, naming the parameter where there is one.
+        message: String,
+    },
+    /// NVRTC failed to compile a kernel module; the program log says why.
+    #[error("NVRTC could not compile kernel module {module} for {arch}: {message}{}",
+        if log.trim().is_empty() { String::new() } else { format!("\n{}", log.trim_end()) })]
+    Nvrtc {
+        /// The kernel module's name.
+        module: String,
+        /// The target, e.g. `"sm_90"`.
+        arch: String,
+        /// NVRTC's error, e.g. `"NVRTC_ERROR_COMPILATION"`.
+        message: String,
+        /// NVRTC's program log (compiler diagnostics), possibly empty.
+        log: String,
     },
     /// An I/O error while reading system facts.
     #[error("reading {what}: {source}")]

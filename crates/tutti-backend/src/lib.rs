@@ -19,24 +19,37 @@
 #![deny(missing_docs)]
 
 mod buffer;
+mod compute;
 #[cfg(feature = "cuda")]
 mod cuda;
+#[cfg(feature = "cuda")]
+mod cuda_blas;
+#[cfg(feature = "cuda")]
+mod cuda_libs;
 mod device;
 mod element;
 mod error;
+pub mod kernel;
+#[cfg(feature = "cuda")]
+#[path = "cuda_nvrtc.rs"]
+pub mod nvrtc;
 mod panic;
 mod resources;
 mod stream;
 pub mod system;
 
 pub use buffer::{Buffer, CopyRoute};
+pub use compute::{Batch, BlasScalar, Gemm, Op, Operand, MAX_BLAS_DIMENSION};
 pub use device::{
     enable_peer_access, peer_access_matrix, Device, DeviceInfo, DeviceKind, MemoryInfo,
 };
 pub use element::{Element, Summable};
 pub use error::BackendError;
+pub use kernel::{Arg, ElemKind, KernelElement, KernelEntry, KernelModule, LaunchDims, Param};
 pub use panic::panic_message;
-pub use resources::{gpu_count, DeviceRequest, KindRequest, Resources, MAX_SIMULATED_DEVICES};
+pub use resources::{
+    gpu_count, DeviceRequest, GpuUse, KindRequest, Resources, MAX_SIMULATED_DEVICES,
+};
 pub use stream::{Event, Stream};
 
 pub use num_complex::{Complex32, Complex64};

@@ -30,7 +30,8 @@ pub enum KindRequest {
     Cpu,
     /// CUDA GPUs (needs the cargo feature `cuda` and a driver).
     Gpu,
-    /// GPUs when at least one is present, else host-simulated devices.
+    /// GPUs when at least one is present and the computation has GPU kernels
+    /// ([`GpuUse::Kernels`]), else host-simulated devices.
     #[default]
     Auto,
 }
@@ -49,9 +50,21 @@ impl std::str::FromStr for KindRequest {
     }
 }
 
+/// What a computation can run on a GPU. It decides what [`KindRequest::Auto`] picks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GpuUse {
+    /// The computation has GPU kernels: `auto` picks the GPUs when there are any.
+    Kernels,
+    /// Everything runs on the host: `auto` picks simulated devices even on a GPU node. A GPU
+    /// rank would run the same host code on the same share of the cores as a simulated device,
+    /// so it could only be slower. An explicit [`KindRequest::Gpu`] still opens the GPUs.
+    HostOnly,
+}
+
 /// The resources one computation may use.
 ///
-/// The defaults are: every GPU if there is one, else one simulated device on all cores
+/// The defaults are: every GPU if there is one and the computation has GPU kernels, else one
+/// simulated device on all cores
 /// ([`DeviceRequest::All`], [`KindRequest::Auto`]); no memory caps beyond what the devices
 /// report; scratch files under the system temporary directory with no limit beyond its free
 /// space.
@@ -134,10 +147,38 @@ impl Resources {
 
     /// Opens the requested devices, in request order; their positions are the ranks.
     ///
+    /// [`KindRequest::Auto`] picks the GPUs whenever there are any, as for a computation with
+    /// GPU kernels ([`GpuUse::Kernels`]); a workload states what it can do through
+    /// [`Resources::select_for`].
+    ///
     /// Errors: zero devices requested, more devices than exist, an unknown ordinal, no GPU
     /// for a GPU request (or a build without the `cuda` feature), a zero cap, or a device
     /// memory cap larger than a device's memory.
     pub fn select(&self) -> Result<Vec<Device>, BackendError> {
+        self.select_for(GpuUse::Kernels)
+    }
+
+    /// The kind of device this request opens for a computation that can do `gpu_use`.
+    ///
+    /// `auto` is the GPU only when the computation has GPU kernels and the node has a GPU.
+    pub fn kind_for(&self, gpu_use: GpuUse) -> DeviceKind {
+        match (self.kind, gpu_use) {
+            (KindRequest::Cpu, _) => DeviceKind::Host,
+            (KindRequest::Gpu, _) => DeviceKind::Cuda,
+            (KindRequest::Auto, GpuUse::HostOnly) => DeviceKind::Host,
+            (KindRequest::Auto, GpuUse::Kernels) if gpu_count().unwrap_or(0) > 0 => {
+                DeviceKind::Cuda
+            }
+            (KindRequest::Auto, GpuUse::Kernels) => DeviceKind::Host,
+        }
+    }
+
+    /// Opens the requested devices for a computation that can do `gpu_use` on a GPU, in
+    /// request order; their positions are the ranks.
+    ///
+    /// Every rank, simulated or GPU, gets an even share of the host's cores for its host-side
+    /// work ([`Device::threads`]). Errors as [`Resources::select`].
+    pub fn select_for(&self, gpu_use: GpuUse) -> Result<Vec<Device>, BackendError> {
         if self.device_memory_cap == Some(0) {
             return Err(BackendError::ZeroCap {
                 what: "the device memory cap",
@@ -153,13 +194,7 @@ impl Resources {
                 what: "the scratch limit",
             });
         }
-        let kind = match self.kind {
-            KindRequest::Cpu => DeviceKind::Host,
-            KindRequest::Gpu => DeviceKind::Cuda,
-            KindRequest::Auto if gpu_count().unwrap_or(0) > 0 => DeviceKind::Cuda,
-            KindRequest::Auto => DeviceKind::Host,
-        };
-        let devices = match kind {
+        let devices = match self.kind_for(gpu_use) {
             DeviceKind::Host => self.select_host()?,
             DeviceKind::Cuda => self.select_gpus()?,
         };
@@ -206,8 +241,7 @@ impl Resources {
             .iter()
             .enumerate()
             .map(|(index, &ordinal)| {
-                // Split the cores as evenly as possible; every device gets at least one.
-                let threads = (cores / share + usize::from(index < cores % share)).max(1);
+                let threads = core_share(cores, share, index);
                 Device::host(index, ordinal, share, threads, self.device_memory_cap)
             })
             .collect())
@@ -271,6 +305,13 @@ fn check_scratch_dir(dir: &Path) -> Result<(), BackendError> {
     }
 }
 
+/// The host threads of rank `index` of `ranks`: the cores split as evenly as possible, the
+/// first `cores % ranks` ranks taking one more; every rank gets at least one.
+pub(crate) fn core_share(cores: usize, ranks: usize, index: usize) -> usize {
+    let ranks = ranks.max(1);
+    (cores / ranks + usize::from(index < cores % ranks)).max(1)
+}
+
 fn check_count(requested: usize, available: usize, kind: &'static str) -> Result<(), BackendError> {
     if requested == 0 {
         return Err(BackendError::ZeroDevices);
@@ -302,10 +343,18 @@ pub fn gpu_count() -> Result<usize, BackendError> {
 
 #[cfg(feature = "cuda")]
 fn open_gpus(ordinals: &[usize], cap: Option<u64>) -> Result<Vec<Device>, BackendError> {
+    let cores = system::host_cores();
     ordinals
         .iter()
         .enumerate()
-        .map(|(index, &ordinal)| Device::cuda(index, ordinal, cap))
+        .map(|(index, &ordinal)| {
+            Device::cuda(
+                index,
+                ordinal,
+                core_share(cores, ordinals.len(), index),
+                cap,
+            )
+        })
         .collect()
 }
 

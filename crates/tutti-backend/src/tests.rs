@@ -203,3 +203,42 @@ fn info_reports_memory_and_threads() {
     let host = system::host_memory().expect("host");
     assert_eq!(info.memory.total, host.total / 2);
 }
+
+#[test]
+fn core_shares_are_even_and_cover_every_core() {
+    use crate::resources::core_share;
+    for cores in 1..=40 {
+        for ranks in 1..=12 {
+            let shares: Vec<usize> = (0..ranks).map(|i| core_share(cores, ranks, i)).collect();
+            assert_eq!(
+                shares.iter().sum::<usize>(),
+                cores.max(ranks),
+                "{cores} {ranks}"
+            );
+            let (low, high) = (shares.iter().min(), shares.iter().max());
+            assert!(high.zip(low).is_some_and(|(h, l)| h - l <= 1), "{shares:?}");
+        }
+    }
+}
+
+#[test]
+fn auto_picks_the_host_for_host_only_work_whatever_the_node_has() {
+    use crate::GpuUse;
+    assert_eq!(
+        Resources::default().kind_for(GpuUse::HostOnly),
+        DeviceKind::Host
+    );
+    assert_eq!(
+        Resources::cpu(2).kind_for(GpuUse::Kernels),
+        DeviceKind::Host
+    );
+    // An explicit GPU request is honoured (or refused) whatever the computation can do.
+    assert_eq!(
+        Resources::gpu(1).kind_for(GpuUse::HostOnly),
+        DeviceKind::Cuda
+    );
+    let devices = Resources::default()
+        .select_for(GpuUse::HostOnly)
+        .expect("auto");
+    assert!(devices.iter().all(|d| d.kind() == DeviceKind::Host));
+}

@@ -2,30 +2,47 @@
 //!
 //! Every test that needs a GPU asks [`gpus`] first; without a loadable driver or without a
 //! device it prints `skipping: <reason>` and returns, so the suite passes on machines without
-//! GPUs. On a GPU machine run them with `scripts/gpu-check.sh`.
+//! GPUs. With `TUTTI_REQUIRE_GPU=1` every such skip is a failure instead: on a GPU machine a
+//! wrong library path must not pass as a row of skips.
 #![cfg(feature = "cuda")]
 
 use tutti_backend::{
     enable_peer_access, gpu_count, peer_access_matrix, BackendError, Complex64, CopyRoute, Device,
-    DeviceKind, DeviceRequest, KindRequest, Resources,
+    DeviceKind, DeviceRequest, GpuUse, KindRequest, Resources,
 };
+
+/// Whether `TUTTI_REQUIRE_GPU=1`: a test that cannot find its GPU fails instead of skipping.
+fn gpu_required() -> bool {
+    std::env::var_os("TUTTI_REQUIRE_GPU").is_some_and(|value| value == "1")
+}
+
+/// Prints why a test skips, or fails it under `TUTTI_REQUIRE_GPU=1`.
+fn skip(reason: &str) {
+    assert!(
+        !gpu_required(),
+        "TUTTI_REQUIRE_GPU=1 and this test cannot run: {reason}"
+    );
+    println!("skipping: {reason}");
+}
 
 /// The GPUs of `request`, or `None` (after printing why) when there are none to test on.
 fn gpus(request: DeviceRequest) -> Option<Vec<Device>> {
     let count = match gpu_count() {
         Ok(0) => {
-            println!("skipping: the CUDA driver reports no device");
+            skip("the CUDA driver reports no device");
             return None;
         }
         Ok(count) => count,
         Err(err) => {
-            println!("skipping: {err}");
+            skip(&err.to_string());
             return None;
         }
     };
     if let DeviceRequest::Ordinals(ordinals) = &request {
         if let Some(&ordinal) = ordinals.iter().find(|&&o| o >= count) {
-            println!("skipping: the test needs GPU {ordinal}, this node has {count}");
+            skip(&format!(
+                "the test needs GPU {ordinal}, this node has {count}"
+            ));
             return None;
         }
     }
@@ -81,6 +98,24 @@ fn without_a_gpu_a_gpu_request_is_a_clear_error() {
             assert!(devices.iter().all(|d| d.kind() == DeviceKind::Host));
         }
     }
+}
+
+#[test]
+fn gpu_ranks_share_the_host_cores_and_auto_keeps_host_only_work_on_the_host() {
+    let Some(devices) = gpus(DeviceRequest::Ordinals(vec![0, 0])) else {
+        return;
+    };
+    // Two ranks on one GPU split the cores for their host-side work, like two simulated
+    // devices would: a GPU rank no longer runs its host code on one thread.
+    let cores = tutti_backend::system::host_cores();
+    let threads: usize = devices.iter().map(Device::threads).sum();
+    assert_eq!(threads, cores.max(devices.len()), "{devices:?}");
+    let host_only = Resources::default()
+        .select_for(GpuUse::HostOnly)
+        .expect("auto for host-only work");
+    assert!(host_only.iter().all(|d| d.kind() == DeviceKind::Host));
+    let kernels = Resources::default().select().expect("auto for GPU kernels");
+    assert!(kernels.iter().all(|d| d.kind() == DeviceKind::Cuda));
 }
 
 #[test]
@@ -383,5 +418,110 @@ fn an_ordinal_past_the_last_gpu_is_unknown() {
     assert!(
         matches!(err, BackendError::MoreDevicesThanExist { .. }),
         "{err}"
+    );
+}
+
+/// `C = op(A) op(B)` on the GPU against the same call on a simulated device, f64 and complex,
+/// one product and a strided batch: cuBLAS and faer sum in different orders, so they agree to
+/// rounding, not bitwise.
+#[test]
+fn cublas_gemm_matches_the_host_gemm() {
+    use tutti_backend::{Gemm, Op};
+    let Some(gpu) = gpu() else { return };
+    let host = Resources::cpu(1).select().expect("cpu device").remove(0);
+    let (m, n, k, count) = (33, 17, 29, 3);
+    let gemm = Gemm::<f64>::new(m, n, k)
+        .with_a(Op::T, 2, k + 1)
+        .with_c(1, m)
+        .strided(count, (k + 1) * m + 5, k * n, m * n)
+        .with_scaling(0.5, -1.25);
+    let a = sample_f64(2 + (count - 1) * ((k + 1) * m + 5) + (k + 1) * m);
+    let b = sample_f64(count * k * n);
+    let c = sample_f64(1 + count * m * n);
+    let run = |device: &Device| {
+        let (da, db) = (device.upload(&a).expect("A"), device.upload(&b).expect("B"));
+        let mut dc = device.upload(&c).expect("C");
+        device.gemm(&gemm, &da, &db, &mut dc).expect("gemm");
+        dc.to_host_vec().expect("download")
+    };
+    let (on_gpu, on_host) = (run(&gpu), run(&host));
+    let diff = on_gpu
+        .iter()
+        .zip(&on_host)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f64::max);
+    let scale = on_host.iter().fold(1.0_f64, |s, x| s.max(x.abs()));
+    assert!(
+        diff <= 1e-13 * scale,
+        "f64 gemm: GPU and host differ by {diff:e}"
+    );
+
+    let z = Gemm::<Complex64>::new(m, n, k)
+        .with_a(Op::C, 0, k)
+        .with_b(Op::T, 0, n)
+        .with_scaling(Complex64::new(0.0, 1.0), Complex64::new(0.0, 0.0));
+    let za = sample_complex(k * m);
+    let zb = sample_complex(n * k);
+    let zrun = |device: &Device| {
+        let (da, db) = (
+            device.upload(&za).expect("A"),
+            device.upload(&zb).expect("B"),
+        );
+        let mut dc = device.alloc_zeros::<Complex64>(m * n).expect("C");
+        device.gemm(&z, &da, &db, &mut dc).expect("gemm");
+        dc.to_host_vec().expect("download")
+    };
+    let (on_gpu, on_host) = (zrun(&gpu), zrun(&host));
+    let diff = on_gpu
+        .iter()
+        .zip(&on_host)
+        .map(|(x, y)| (x - y).norm())
+        .fold(0.0, f64::max);
+    let scale = on_host.iter().fold(1.0_f64, |s, x| s.max(x.norm()));
+    assert!(
+        diff <= 1e-13 * scale,
+        "complex gemm: GPU and host differ by {diff:e}"
+    );
+}
+
+/// cuSOLVER's thin Q against faer's: equal up to the sign (phase) of each column, so the
+/// projectors `Q Q^H` agree.
+#[test]
+fn cusolver_thin_q_spans_what_the_host_q_spans() {
+    let Some(gpu) = gpu() else { return };
+    let host = Resources::cpu(1).select().expect("cpu device").remove(0);
+    let (m, n) = (120, 24);
+    let a = sample_f64(m * n);
+    let q_of = |device: &Device| {
+        let mut buffer = device.upload(&a).expect("A");
+        device.qr_q(&mut buffer, m, n, m).expect("qr_q");
+        buffer.to_host_vec().expect("download")
+    };
+    let (qg, qh) = (q_of(&gpu), q_of(&host));
+    let mut worst = 0.0_f64;
+    for j in 0..n {
+        let dot: f64 = (0..m).map(|r| qg[r + j * m] * qh[r + j * m]).sum();
+        // Columns equal up to a sign: |<q_gpu, q_host>| = 1.
+        worst = worst.max((dot.abs() - 1.0).abs());
+    }
+    assert!(
+        worst < 1e-12,
+        "columns of the two Q differ beyond sign: {worst:e}"
+    );
+    let za = sample_complex(m * n);
+    let zq = |device: &Device| {
+        let mut buffer = device.upload(&za).expect("A");
+        device.qr_q(&mut buffer, m, n, m).expect("qr_q");
+        buffer.to_host_vec().expect("download")
+    };
+    let (qg, qh) = (zq(&gpu), zq(&host));
+    let mut worst = 0.0_f64;
+    for j in 0..n {
+        let dot: Complex64 = (0..m).map(|r| qg[r + j * m].conj() * qh[r + j * m]).sum();
+        worst = worst.max((dot.norm() - 1.0).abs());
+    }
+    assert!(
+        worst < 1e-12,
+        "complex columns differ beyond phase: {worst:e}"
     );
 }
