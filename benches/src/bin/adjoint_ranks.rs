@@ -27,7 +27,7 @@ use tutti_adjoint::{
     rhf, rhf_gradient, AngularKind, Basis, BasisSet, GradientOptions, Molecule, RhfGradient,
     RhfResult, ScfOptions,
 };
-use tutti_backend::Resources;
+use tutti_backend::{GpuUse, Resources};
 use tutti_benches::write_results;
 use tutti_group::Group;
 
@@ -179,8 +179,8 @@ fn main() -> Result<(), Box<dyn Error>> {
     let engine = EriEngine::new(&basis);
     let builder = FockBuilder::new(&engine, ScfOptions::default().schwarz_threshold);
     let (group_one, group_two) = (
-        Group::from_resources(&Resources::cpu(1))?,
-        Group::from_resources(&Resources::cpu(2))?,
+        Group::from_resources(&Resources::cpu(1), GpuUse::HostOnly)?,
+        Group::from_resources(&Resources::cpu(2), GpuUse::HostOnly)?,
     );
     let density = one.density.as_ref();
     let mut pairs = Vec::with_capacity(builds);

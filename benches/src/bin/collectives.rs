@@ -7,7 +7,7 @@
 use std::error::Error;
 
 use serde_json::json;
-use tutti_backend::Resources;
+use tutti_backend::{GpuUse, Resources};
 use tutti_benches::{best_time, write_results};
 use tutti_group::{CommError, Group};
 
@@ -30,7 +30,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             acc
         });
         let (baseline_concat, _) = best_time(5, || inputs.concat());
-        let group = Group::from_resources(&Resources::cpu(devices))?;
+        let group = Group::from_resources(&Resources::cpu(devices), GpuUse::HostOnly)?;
         let (allreduce, _) = best_time(5, || {
             group.run(|comm| {
                 let mut data = inputs[comm.rank()].clone();

@@ -9,7 +9,7 @@ use std::error::Error;
 
 use rayon::prelude::*;
 use serde_json::json;
-use tutti_backend::Resources;
+use tutti_backend::{GpuUse, Resources};
 use tutti_benches::{best_time, write_results};
 use tutti_group::{CommError, Group};
 
@@ -30,7 +30,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     );
     let mut rows = Vec::new();
     for devices in [1usize, 2, 4] {
-        let group = Group::from_resources(&Resources::cpu(devices))?;
+        let group = Group::from_resources(&Resources::cpu(devices), GpuUse::HostOnly)?;
         let (time, sums) = best_time(3, || {
             group.run(|comm| {
                 let (rank, size) = (comm.rank(), comm.size());

@@ -28,7 +28,7 @@ const F64: u64 = std::mem::size_of::<f64>() as u64;
 pub fn plan(molecule: &Molecule, basis: &Basis, options: &ScfOptions) -> Result<Plan> {
     validate(options)?;
     let _ = molecule;
-    let group = Group::from_resources(&options.resources)?;
+    let group = Group::from_resources(&options.resources, crate::GPU_USE)?;
     check(
         &group,
         &options.resources,
@@ -44,7 +44,7 @@ pub fn plan_gradient(
 ) -> Result<Plan> {
     validate(&options.scf)?;
     let _ = molecule;
-    let group = Group::from_resources(&options.scf.resources)?;
+    let group = Group::from_resources(&options.scf.resources, crate::GPU_USE)?;
     check(
         &group,
         &options.scf.resources,

@@ -194,7 +194,7 @@ pub struct RhfResult {
 pub fn rhf(molecule: &Molecule, basis: &Basis, options: &ScfOptions) -> Result<RhfResult> {
     validate(options)?;
     occupied_orbitals(molecule)?;
-    let group = Group::from_resources(&options.resources)?;
+    let group = Group::from_resources(&options.resources, crate::GPU_USE)?;
     crate::plan::check(
         &group,
         &options.resources,

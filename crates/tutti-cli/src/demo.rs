@@ -3,7 +3,7 @@
 use std::time::Instant;
 
 use clap::Args;
-use tutti_backend::{format_bytes, DeviceRequest, KindRequest, Resources};
+use tutti_backend::{format_bytes, DeviceRequest, GpuUse, KindRequest, Resources};
 use tutti_group::{CommError, Group, RunError};
 use tutti_plan::{Budget, ObjectSpec, Planner, SpillStore, Tier};
 
@@ -25,7 +25,7 @@ pub fn run(args: &DemoArgs) -> Result<(), String> {
     let resources = Resources::default()
         .with_kind(args.kind)
         .with_devices(DeviceRequest::Count(args.devices));
-    let group = Group::from_resources(&resources).map_err(|e| e.to_string())?;
+    let group = Group::from_resources(&resources, GpuUse::HostOnly).map_err(|e| e.to_string())?;
     let names: Vec<String> = group.devices().iter().map(ToString::to_string).collect();
     println!(
         "tutti {} demo: {} rank(s) on {}",
@@ -175,7 +175,9 @@ fn abort_round_trip(group: &Group) -> Result<(), String> {
 fn plan_and_spill(resources: &Resources) -> Result<(), String> {
     const CAP: u64 = 64 << 20;
     let capped = resources.clone().with_device_memory_cap(CAP);
-    let devices = capped.select().map_err(|e| e.to_string())?;
+    let devices = capped
+        .select_for(GpuUse::HostOnly)
+        .map_err(|e| e.to_string())?;
     let budget = Budget::from_devices(&devices, &capped).map_err(|e| e.to_string())?;
     let objects = [
         ObjectSpec::shared("operator cores", 4 << 20, 8).first_used_at(0),

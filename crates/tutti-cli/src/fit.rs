@@ -219,7 +219,10 @@ fn bootstrap(
         return Err("--replicates must be at least 1".into());
     }
     // One replicate runs on each device: groups of one.
-    let devices = resources.select().map_err(|e| e.to_string())?.len();
+    let devices = resources
+        .select_for(tutti_fit::GPU_USE)
+        .map_err(|e| e.to_string())?
+        .len();
     let groups = resource_groups(resources, &vec![1; devices]).map_err(|e| e.to_string())?;
     if show_plan {
         return print_plan(&groups[0], seed);

@@ -17,7 +17,7 @@ use crate::FitError;
 /// ordinal, a GPU request without CUDA); [`FitError::InvalidArgument`] for no sizes, a zero
 /// size, or sizes that do not add up to the device count.
 pub fn resource_groups(resources: &Resources, sizes: &[usize]) -> Result<Vec<Resources>, FitError> {
-    let devices = resources.select()?;
+    let devices = resources.select_for(crate::GPU_USE)?;
     if sizes.is_empty() || sizes.contains(&0) {
         return Err(FitError::invalid(
             "sizes",

@@ -434,7 +434,7 @@ pub fn fit<E: Experiment>(
             format!("parameter {i} is {}, expected a finite number", initial[i]),
         ));
     }
-    let group = Group::from_resources(&options.resources)?;
+    let group = Group::from_resources(&options.resources, crate::GPU_USE)?;
     plan_on(
         group.devices(),
         experiments,
@@ -475,7 +475,7 @@ pub fn plan<E: Experiment>(
     options: &FitOptions,
 ) -> Result<Plan, FitError> {
     check_problem(experiments, parameters)?;
-    let devices = options.resources.select()?;
+    let devices = options.resources.select_for(crate::GPU_USE)?;
     plan_on(&devices, experiments, parameters, &options.resources)
 }
 

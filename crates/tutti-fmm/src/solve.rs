@@ -97,7 +97,7 @@ pub fn fmm(
 ) -> Result<FmmOutput, FmmError> {
     options.validate()?;
     validate_bodies(positions, masses)?;
-    let group = Group::from_resources(&options.resources)?;
+    let group = Group::from_resources(&options.resources, crate::GPU_USE)?;
     let ranks = group.size();
     let n = positions.len();
     if n == 0 {
@@ -205,7 +205,7 @@ pub fn plan(
 ) -> Result<Plan, FmmError> {
     options.validate()?;
     validate_bodies(positions, masses)?;
-    let group = Group::from_resources(&options.resources)?;
+    let group = Group::from_resources(&options.resources, crate::GPU_USE)?;
     if positions.is_empty() {
         let budget = Budget::from_devices(group.devices(), &options.resources)?;
         return Ok(Planner::new(budget).plan(&[])?);

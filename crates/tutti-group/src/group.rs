@@ -3,7 +3,7 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Mutex;
 
-use tutti_backend::{panic_message, BackendError, Device, Resources};
+use tutti_backend::{panic_message, BackendError, Device, GpuUse, Resources};
 
 use crate::comm::Comm;
 use crate::local::{LocalMailbox, SoloTransport};
@@ -41,9 +41,10 @@ impl Group {
         Ok(Self { devices })
     }
 
-    /// A group over the devices `resources` selects.
-    pub fn from_resources(resources: &Resources) -> Result<Self, GroupError> {
-        Self::new(resources.select()?)
+    /// A group over the devices `resources` selects for a computation that can do `gpu_use`
+    /// on a GPU (which decides what `auto` picks: [`Resources::select_for`]).
+    pub fn from_resources(resources: &Resources, gpu_use: GpuUse) -> Result<Self, GroupError> {
+        Self::new(resources.select_for(gpu_use)?)
     }
 
     /// The number of ranks.

@@ -14,10 +14,10 @@
 //! This crate knows nothing of tensors, particles or any workload.
 //!
 //! ```
-//! use tutti_backend::Resources;
+//! use tutti_backend::{GpuUse, Resources};
 //! use tutti_group::{CommError, Group};
 //!
-//! let group = Group::from_resources(&Resources::cpu(3))?;
+//! let group = Group::from_resources(&Resources::cpu(3), GpuUse::HostOnly)?;
 //! let sums = group.run(|comm| {
 //!     let mut x = vec![comm.rank() as f64 + 1.0; 4];
 //!     comm.allreduce_sum(&mut x)?;

@@ -34,6 +34,11 @@
 //! ```
 #![deny(missing_docs)]
 
+/// What this workload runs on a GPU: nothing yet, so `auto` keeps it on simulated devices,
+/// which run the same host code as a GPU rank would on the same share of the cores. An
+/// explicit GPU request still opens the GPUs (their ranks compute on the host).
+pub const GPU_USE: tutti_backend::GpuUse = tutti_backend::GpuUse::HostOnly;
+
 mod contract;
 mod distributed;
 mod error;

@@ -189,7 +189,7 @@ pub fn src<T: Scalar>(
 ) -> Result<(TensorTrain<T>, SrcInfo), SweepError> {
     let started = Instant::now();
     let (stack, width) = checked_stack(layers, options)?;
-    let group = Group::from_resources(&options.resources)?;
+    let group = Group::from_resources(&options.resources, crate::GPU_USE)?;
     let devices = group.size();
     let plan = plan_on(&stack, layers, width, group.devices(), &options.resources)?;
     log::debug!("tutti-sweep: memory plan\n{plan}");
@@ -269,7 +269,7 @@ pub fn plan<T: Scalar>(layers: &[&dyn Layer<T>], options: &SrcOptions) -> Result
     let (stack, width) = checked_stack(layers, options)?;
     let devices = options
         .resources
-        .select()
+        .select_for(crate::GPU_USE)
         .map_err(tutti_group::GroupError::from)?;
     plan_on(&stack, layers, width, &devices, &options.resources)
 }

@@ -175,7 +175,7 @@ pub fn rhf_gradient(
 ) -> Result<RhfGradient> {
     validate(&options.scf)?;
     occupied_orbitals(molecule)?;
-    let group = Group::from_resources(&options.scf.resources)?;
+    let group = Group::from_resources(&options.scf.resources, crate::GPU_USE)?;
     crate::plan::check(
         &group,
         &options.scf.resources,

@@ -3,7 +3,7 @@
 use std::sync::mpsc;
 use std::time::Duration;
 
-use tutti_backend::Resources;
+use tutti_backend::{GpuUse, Resources};
 use tutti_group::Group;
 
 /// A hang fails the test after this long instead of hanging CI.
@@ -25,5 +25,5 @@ pub fn within_limit<T: Send + 'static>(test: impl FnOnce() -> T + Send + 'static
 
 /// A group of `size` simulated devices.
 pub fn cpu_group(size: usize) -> Group {
-    Group::from_resources(&Resources::cpu(size)).expect("simulated devices")
+    Group::from_resources(&Resources::cpu(size), GpuUse::HostOnly).expect("simulated devices")
 }

@@ -1,10 +1,7 @@
 //! The sweep split among 1..4 simulated devices agrees with one device, bitwise repeatable at
 //! each count; bad device requests are typed errors.
-#![allow(clippy::unwrap_used)] // helpers outside #[test] fns unwrap too; failures are test failures
 
-mod common;
-
-use common::{random_train, same_bits};
+use crate::common::{random_train, same_bits};
 use tutti_backend::{BackendError, DeviceRequest, KindRequest, Resources};
 use tutti_group::GroupError;
 use tutti_sweep::{

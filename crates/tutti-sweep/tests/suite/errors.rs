@@ -1,9 +1,6 @@
 //! Bad input gets a clear error naming what is wrong.
-#![allow(clippy::unwrap_used)] // helpers outside #[test] fns unwrap too; failures are test failures
 
-mod common;
-
-use common::{dense, random_train};
+use crate::common::{dense, random_train};
 use tutti_sweep::{
     heisenberg_xxz, inner, src, Layer, SrcOptions, SweepError, TensorTrain, TrainKind,
 };
@@ -149,7 +146,7 @@ fn heisenberg_mpo_matches_its_dense_hamiltonian() {
         }
         let mpo = heisenberg_xxz(n, j, delta, h).unwrap();
         let got = dense(&mpo, false);
-        let err = common::rel_diff(&got.data, &reference);
+        let err = crate::common::rel_diff(&got.data, &reference);
         assert!(err < 1e-14, "n {n}: {err:e}");
     }
 }

@@ -1,9 +1,6 @@
 //! SRC with chi_out above every exact bond reproduces the dense product (naive reference).
-#![allow(clippy::unwrap_used)] // helpers outside #[test] fns unwrap too; failures are test failures
 
-mod common;
-
-use common::{dense, matmul, random_train, rel_diff, Dense};
+use crate::common::{dense, matmul, random_train, rel_diff, Dense};
 use tutti_sweep::{
     compress_exact, exact_product, right_orthonormality_error, src, Complex64, Layer, Scalar,
     SrcOptions, TensorTrain, TrainKind,

@@ -1,13 +1,10 @@
 //! Sizes from headers, files and options are checked before anything is allocated: crafted
 //! inputs are clear errors (or, for a huge `chi_out`, cheap), never a wrap, a panic or an abort.
-#![allow(clippy::unwrap_used)] // helpers outside #[test] fns unwrap too; failures are test failures
-
-mod common;
 
 use std::io::Write;
 use std::path::Path;
 
-use common::random_train;
+use crate::common::random_train;
 use tutti_sweep::{
     load, read_train, src, Core, CoreShape, CoreStream, Layer, NpyTrain, SrcOptions, SweepError,
     TensorTrain, TrainKind,
@@ -241,7 +238,7 @@ fn two_site_stacks_never_print() {
     // With stderr a broken pipe, a library that prints fails (and used to poison a `Once`,
     // failing every later call too).
     let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "two_site_child", "--test-threads=1"])
+        .args(["--exact", "hardening::two_site_child", "--test-threads=1"])
         .env("TUTTI_SWEEP_TWO_SITE_CHILD", "1")
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())

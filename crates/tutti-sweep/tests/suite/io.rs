@@ -1,11 +1,8 @@
 //! The `.npy` directory format: round trips, lazy streaming, and unreadable files.
-#![allow(clippy::unwrap_used)] // helpers outside #[test] fns unwrap too; failures are test failures
-
-mod common;
 
 use std::io::Write;
 
-use common::{random_train, same_bits};
+use crate::common::{random_train, same_bits};
 use tutti_backend::Resources;
 use tutti_sweep::{
     read_train, src, write_train, Complex64, Layer, NpyTrain, SrcOptions, SweepError, TensorTrain,

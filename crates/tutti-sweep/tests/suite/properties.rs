@@ -1,10 +1,7 @@
 //! Property test: random stacks of random shapes (depth 1..3, 3..5 sites, legs 1..3, bonds
 //! 1..3, MPS or not at either end) are reproduced exactly when chi_out exceeds every bond.
-#![allow(clippy::unwrap_used)] // helpers outside #[test] fns unwrap too; failures are test failures
 
-mod common;
-
-use common::{dense, matmul, random_train, rel_diff};
+use crate::common::{dense, matmul, random_train, rel_diff};
 use proptest::prelude::*;
 use tutti_sweep::{right_orthonormality_error, src, Layer, SrcOptions, TensorTrain, TrainKind};
 

@@ -1,10 +1,7 @@
 //! Agreement with the shared reference data (tests/data, copied from the peer code's outputs)
 //! and near-optimality against the exact SVD truncation.
-#![allow(clippy::unwrap_used)] // helpers outside #[test] fns unwrap too; failures are test failures
 
-mod common;
-
-use common::random_train;
+use crate::common::random_train;
 use tutti_sweep::{
     compress_exact, distance, exact_product, heisenberg_xxz, norm, src, Layer, NpyTrain,
     SrcOptions, TensorTrain, TrainKind,
