@@ -13,6 +13,8 @@
 //!   then fail a ledger write on a full "disk" and rerun.
 //! - `gpu-pack [--xz]`: build the GPU test binaries and the CUDA `tutti` (release, stripped)
 //!   into `.gpu/` with `scripts/gpu-run.sh` as `run.sh` and a `MANIFEST` (`gpu_pack.rs`).
+//! - `nvrtc-check`: fetch NVRTC (the CUDA 13 wheel from PyPI, cached in `target/nvrtc/`) and
+//!   compile every kernel module of tutti-backend with it: signatures, registers, spills.
 //! - `ci`: install missing tools, then formatting, the layer check, lints, tests, the cuda
 //!   build, the header check and the FFI tests, failing fast.
 
@@ -23,6 +25,7 @@ mod fuzz;
 mod gpu_pack;
 mod header;
 mod layers;
+mod nvrtc;
 mod tools;
 
 use std::process::ExitCode;
@@ -48,6 +51,8 @@ tasks:
   gpu-pack [--xz]    build the GPU tests and `tutti` (release, cuda, stripped) into .gpu/ with
                      run.sh and a MANIFEST, for `bash .gpu/run.sh` on a GPU machine without
                      Rust; xz-compressed above 48 MiB (or with --xz), refused if still above
+  nvrtc-check        download NVRTC (CUDA 13 wheel, PyPI; cached in target/nvrtc) and run
+                     tutti-backend's NVRTC tests with it: PTX signatures, registers, no spills
   ci                 install missing tools, then fmt, check-layers, clippy, test, cuda clippy,
                      header check, ffi-test; stops at the first failure
 ";
@@ -91,6 +96,10 @@ fn dispatch(args: &[String]) -> Result<(), Failure> {
         "campaign-chaos" => chaos::run_all(&Workspace::load()?, &chaos::ChaosOptions::parse(rest)?),
         "fuzz" => fuzz::run_all(&Workspace::load()?, &fuzz::FuzzBudget::parse(rest)?),
         "gpu-pack" => gpu_pack::run_all(&Workspace::load()?, &gpu_pack::PackOptions::parse(rest)?),
+        "nvrtc-check" => {
+            no_args(task, rest)?;
+            nvrtc::run_check(&Workspace::load()?)
+        }
         "ci" => {
             no_args(task, rest)?;
             ci::run_all()
