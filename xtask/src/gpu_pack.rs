@@ -140,8 +140,11 @@ pub fn run_all(workspace: &Workspace, options: &PackOptions) -> Result<(), Failu
 
     let mut test_build = cargo();
     test_build.args(["test", "--release", "--no-run"]);
-    for gpu_test in &tests {
-        test_build.args(["-p", gpu_test.package]);
+    let mut packages: Vec<&str> = tests.iter().map(|gpu_test| gpu_test.package).collect();
+    packages.sort_unstable();
+    packages.dedup();
+    for package in packages {
+        test_build.args(["-p", package]);
     }
     for gpu_test in &tests {
         test_build.args(["--test", gpu_test.test]);
