@@ -20,6 +20,8 @@
 #               where compute-sanitizer is not installed; that does not fail the run)
 #   tutti-*     `tutti devices`, and small `tutti fmm` / `tutti sweep` runs on --kind gpu and
 #               --kind cpu (the inputs are in the pack's data/), timed
+#   device-gemm Device::gemm (cuBLAS) at n = 4096 (f64) and 2048 (complex) beside faer on the
+#               host's cores: GFLOP/s and the GPU / CPU ratio (bin/device_gemm)
 #
 # Output, in ${OUT:-./out} (a relative OUT is taken from the pack's folder), three files:
 #   summary.json   versions, the library folders, and per step: status (pass, fail, timeout,
@@ -377,6 +379,11 @@ if [ -x "$tutti" ]; then
 else
     say "== tutti-*: no tutti binary in the pack"
     record tutti fail "" 0 0 "no bin/tutti in the pack"
+fi
+
+# Step: device-gemm (the GPU's GEMM rate beside the host's, in the same run).
+if [ -x "$bin/device_gemm" ]; then
+    step device-gemm 1 120 "$bin/device_gemm" 4096
 fi
 
 # ---------------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 use std::time::{Duration, Instant};
 
 use crate::tools::{cargo, ensure_ffi_tools, run, Failure, Workspace};
-use crate::{chaos, ffi, fuzz, header, layers};
+use crate::{chaos, ffi, fuzz, header, layers, nvrtc};
 
 /// Seconds each fuzz target runs in CI: enough to replay the seeds and the corpus and explore
 /// a little, inside the suite's time budget. Longer runs: `cargo xtask fuzz --runs 1000000`.
@@ -62,21 +62,25 @@ pub fn run_all() -> Result<(), Failure> {
             "cargo test --workspace --exclude tutti-benches --doc",
             cargo_step(&["test", "--workspace", "--exclude", "tutti-benches", "--doc"]),
         ),
+        // Only the backend has code under the `cuda` feature (the capi and the CLI only drop
+        // their `not(cuda)` fallbacks), so only it is linted with the feature on.
         (
-            "cargo clippy (cuda feature) -p tutti-backend -p tutti-capi",
+            "cargo clippy (cuda feature) -p tutti-backend",
             cargo_step(&[
                 "clippy",
                 "-p",
                 "tutti-backend",
-                "-p",
-                "tutti-capi",
                 "--all-targets",
                 "--features",
-                "tutti-backend/cuda,tutti-capi/cuda",
+                "cuda",
                 "--",
                 "-D",
                 "warnings",
             ]),
+        ),
+        (
+            "cargo xtask nvrtc-check (every kernel through NVRTC 13, no GPU)",
+            Box::new(|| nvrtc::run_check(&Workspace::load()?)),
         ),
         (
             "cargo xtask header --check",

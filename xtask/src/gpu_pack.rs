@@ -41,6 +41,10 @@ const GPU_TESTS: &[GpuTest] = &[
     },
 ];
 
+/// Benchmarks with a GPU column, packed as `bin/<name>`: (package, binary, features).
+const GPU_BENCHES: &[(&str, &str, &str)] =
+    &[("tutti-benches", "device_gemm", "tutti-benches/cuda")];
+
 /// The features the test binaries are built with.
 const TEST_FEATURES: &str = "tutti-backend/cuda";
 
@@ -184,6 +188,28 @@ pub fn run_all(workspace: &Workspace, options: &PackOptions) -> Result<(), Failu
     let cli = find_executable(&artifacts, &manifest, "bin", CLI_BIN)
         .ok_or_else(|| Failure::new(format!("cargo built no executable for {CLI_BIN}")))?;
     binaries.push((format!("bin/{CLI_BIN}"), cli));
+
+    for &(package, bin, features) in GPU_BENCHES {
+        let mut bench_build = cargo();
+        bench_build.args([
+            "build",
+            "--release",
+            "-p",
+            package,
+            "--bin",
+            bin,
+            "--features",
+            features,
+        ]);
+        let artifacts = build(&mut bench_build)?;
+        let manifest = workspace.package_dir(package)?.join("Cargo.toml");
+        let executable = find_executable(&artifacts, &manifest, "bin", bin).ok_or_else(|| {
+            Failure::new(format!(
+                "cargo built no executable for {package} --bin {bin}"
+            ))
+        })?;
+        binaries.push((format!("bin/{bin}"), executable));
+    }
     let build_seconds = build_started.elapsed().as_secs_f64();
 
     let pack = workspace.root.join(PACK_DIR);
