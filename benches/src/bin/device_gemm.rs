@@ -10,7 +10,7 @@
 use std::error::Error;
 
 use faer::linalg::matmul::matmul;
-use faer::{Accum, Mat, Par};
+use faer::{Accum, MatMut, MatRef, Par};
 use serde_json::json;
 use tutti_backend::{gpu_count, BlasScalar, Complex64, Device, Gemm, Resources};
 use tutti_benches::{best_time, write_results, SplitMix};
@@ -65,11 +65,12 @@ fn on_device<T: FromUnit>(
     Ok((flops::<T>(n) / time.as_secs_f64() / 1e9, dc.to_host_vec()?))
 }
 
-/// GFLOP/s of faer's `matmul` on `threads` threads, and the product.
+/// GFLOP/s of faer's `matmul` on `threads` threads, and the product: the same column-major
+/// slices (the same leading dimension, which matters at powers of two) as the device path.
 fn plain<T: FromUnit>(n: usize, a: &[T], b: &[T], threads: usize, repeats: usize) -> (f64, Vec<T>) {
-    let am = Mat::<T>::from_fn(n, n, |i, j| a[i + j * n]);
-    let bm = Mat::<T>::from_fn(n, n, |i, j| b[i + j * n]);
-    let mut cm = Mat::<T>::zeros(n, n);
+    let am = MatRef::from_column_major_slice(a, n, n);
+    let bm = MatRef::from_column_major_slice(b, n, n);
+    let mut c = vec![T::zero(); n * n];
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()
@@ -80,18 +81,9 @@ fn plain<T: FromUnit>(n: usize, a: &[T], b: &[T], threads: usize, repeats: usize
         Par::Seq
     };
     let (time, ()) = best_time(repeats, || {
-        pool.install(|| {
-            matmul(
-                cm.as_mut(),
-                Accum::Replace,
-                am.as_ref(),
-                bm.as_ref(),
-                T::one(),
-                par,
-            )
-        })
+        let cm = MatMut::from_column_major_slice_mut(&mut c, n, n);
+        pool.install(|| matmul(cm, Accum::Replace, am, bm, T::one(), par))
     });
-    let c = (0..n * n).map(|k| cm[(k % n, k / n)]).collect();
     (flops::<T>(n) / time.as_secs_f64() / 1e9, c)
 }
 
