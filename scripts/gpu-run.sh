@@ -375,6 +375,7 @@ if [ -x "$tutti" ]; then
     step tutti-fmm-gpu-2ranks 1 60 "$tutti" fmm "${fmm_in[@]}" --kind gpu --ordinals 0,0 --out "$work/fmm-gpu2"
     step tutti-fmm-cpu 0 60 "$tutti" fmm "${fmm_in[@]}" --kind cpu --out "$work/fmm-cpu"
     step tutti-sweep-gpu 1 60 "$tutti" sweep "${sweep_in[@]}" --kind gpu --devices 1 --out "$work/sweep-gpu"
+    step tutti-sweep-gpu-2ranks 1 60 "$tutti" sweep "${sweep_in[@]}" --kind gpu --ordinals 0,0 --out "$work/sweep-gpu2"
     step tutti-sweep-cpu 0 60 "$tutti" sweep "${sweep_in[@]}" --kind cpu --out "$work/sweep-cpu"
 else
     say "== tutti-*: no tutti binary in the pack"
