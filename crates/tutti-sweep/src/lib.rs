@@ -40,6 +40,9 @@
 pub const GPU_USE: tutti_backend::GpuUse = tutti_backend::GpuUse::HostOnly;
 
 mod contract;
+#[doc(hidden)]
+pub mod device_check;
+mod device_tensor;
 mod distributed;
 mod error;
 mod exact;

@@ -269,6 +269,24 @@ pub(crate) struct ContractionPlan {
     b_order: Option<Vec<Axis>>,
 }
 
+/// The GEMMs a [`ContractionPlan`] runs on its operands ([`ContractionPlan::gemm_loops`]):
+/// per loop index `i` (result block `i`, `m * n` elements, contiguous) and accumulation step
+/// `s`, `a` (`m x k`, strides `a_m`, `a_k`) at `loop_offsets[i].0 + sum_offsets[s].0` times
+/// `b` (`k x n`, strides `b_k`, `b_n`) at `loop_offsets[i].1 + sum_offsets[s].1`, the steps
+/// added in order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct GemmLoops {
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    pub a_m: usize,
+    pub a_k: usize,
+    pub b_k: usize,
+    pub b_n: usize,
+    pub loop_offsets: Vec<(usize, usize)>,
+    pub sum_offsets: Vec<(usize, usize)>,
+}
+
 /// The dimension of `axis` in `a` or else `b`.
 fn dim_in<T>(a: &Tensor<T>, b: &Tensor<T>, axis: Axis) -> usize {
     position(&a.axes, axis)
@@ -420,6 +438,87 @@ impl ContractionPlan {
         }
     }
 
+    /// The result's axes.
+    pub fn out(&self) -> &[Axis] {
+        &self.out
+    }
+
+    /// The result's dimensions.
+    pub fn out_dims(&self) -> &[usize] {
+        &self.out_dims
+    }
+
+    /// Whether each result block is `m x n` column-major (else row-major).
+    pub fn transposed(&self) -> bool {
+        self.transposed
+    }
+
+    /// The axis order `a` is permuted into first, if any.
+    pub fn a_order(&self) -> Option<&[Axis]> {
+        self.a_order.as_deref()
+    }
+
+    /// The axis order `b` is permuted into first, if any.
+    pub fn b_order(&self) -> Option<&[Axis]> {
+        self.b_order.as_deref()
+    }
+
+    /// The GEMMs of the plan on operands (after the plan's permutations) with axes and
+    /// dimensions `a` and `b`, in C order: the matrix sizes and strides, and the offsets of
+    /// each loop index and accumulation step.
+    ///
+    /// Panics when the operands are not the (permuted) ones the plan was made for.
+    pub fn gemm_loops(&self, a: (&[Axis], &[usize]), b: (&[Axis], &[usize])) -> GemmLoops {
+        let a_strides = c_strides(a.1);
+        let b_strides = c_strides(b.1);
+        let group = |axes: &[Axis], (t_axes, t_dims): (&[Axis], &[usize]), strides: &[usize]| {
+            fuse(axes, t_axes, t_dims, strides)
+                .unwrap_or_else(|| panic!("axes {axes:?} do not fuse after permutation"))
+        };
+        let (m, a_m) = group(&self.m_axes, a, &a_strides);
+        let (k, a_k) = group(&self.k_axes, a, &a_strides);
+        let (k_b, b_k) = group(&self.k_axes, b, &b_strides);
+        let (n, b_n) = group(&self.n_axes, b, &b_strides);
+        debug_assert_eq!(k, k_b);
+        let dim_of = |axis: Axis| {
+            position(a.0, axis)
+                .map(|i| a.1[i])
+                .or_else(|| position(b.0, axis).map(|i| b.1[i]))
+                .unwrap_or_else(|| panic!("axis {axis:?} in neither operand"))
+        };
+        let stride_in = |t_axes: &[Axis], strides: &[usize], axis: Axis| {
+            position(t_axes, axis).map_or(0, |i| strides[i])
+        };
+        // Per loop index: the offsets into a and b; per accumulation index likewise.
+        let offsets = |axes: &[Axis]| -> Vec<(usize, usize)> {
+            let dims: Vec<usize> = axes.iter().map(|&x| dim_of(x)).collect();
+            let count: usize = dims.iter().product();
+            (0..count)
+                .map(|index| {
+                    let (mut offset_a, mut offset_b, mut rest) = (0usize, 0usize, index);
+                    for axis in (0..axes.len()).rev() {
+                        let i = rest % dims[axis];
+                        rest /= dims[axis];
+                        offset_a += i * stride_in(a.0, &a_strides, axes[axis]);
+                        offset_b += i * stride_in(b.0, &b_strides, axes[axis]);
+                    }
+                    (offset_a, offset_b)
+                })
+                .collect()
+        };
+        GemmLoops {
+            m,
+            n,
+            k,
+            a_m,
+            a_k,
+            b_k,
+            b_n,
+            loop_offsets: offsets(&self.loops),
+            sum_offsets: offsets(&self.k_loops),
+        }
+    }
+
     /// Runs the plan on the operands it was made for, `a` conjugated when `conj_a`: the
     /// permutations it calls for, then the GEMM loop, the result in a buffer from `buffers`.
     pub fn execute<T: Scalar>(
@@ -433,33 +532,28 @@ impl ContractionPlan {
         let Self {
             out,
             out_dims,
-            loops,
-            m_axes,
-            n_axes,
-            k_loops,
-            k_axes,
             transposed,
             a_order,
             b_order,
+            ..
         } = self;
-        let (out_dims, transposed) = (out_dims.clone(), *transposed);
-        let dim_of = |axis: Axis| dim_in(a, b, axis);
+        let transposed = *transposed;
         let a_perm = a_order.as_ref().map(|order| a.permuted(order));
         let b_perm = b_order.as_ref().map(|order| b.permuted(order));
         let a = a_perm.as_ref().unwrap_or(a);
         let b = b_perm.as_ref().unwrap_or(b);
-        let a_strides = c_strides(&a.dims);
-        let b_strides = c_strides(&b.dims);
-        let group = |axes: &[Axis], t: &Tensor<T>, strides: &[usize]| {
-            fuse(axes, &t.axes, &t.dims, strides)
-                .unwrap_or_else(|| panic!("axes {axes:?} do not fuse after permutation"))
-        };
-        let (m, a_m) = group(m_axes, a, &a_strides);
-        let (k, a_k) = group(k_axes, a, &a_strides);
-        let (k_b, b_k) = group(k_axes, b, &b_strides);
-        let (n, b_n) = group(n_axes, b, &b_strides);
-        debug_assert_eq!(k, k_b);
-
+        let GemmLoops {
+            m,
+            n,
+            k,
+            a_m,
+            a_k,
+            b_k,
+            b_n,
+            loop_offsets,
+            sum_offsets,
+        } = self.gemm_loops((&a.axes, &a.dims), (&b.axes, &b.dims));
+        let out_dims = out_dims.clone();
         let total: usize = out_dims.iter().product();
         let mut data = buffers.take(total);
         if total == 0 || k == 0 {
@@ -468,28 +562,6 @@ impl ContractionPlan {
             return Tensor::new(data, out_dims, out.clone());
         }
         let block = m * n;
-        let stride_in = |t: &Tensor<T>, strides: &[usize], axis: Axis| {
-            position(&t.axes, axis).map_or(0, |i| strides[i])
-        };
-        // Per loop index: the offsets into a and b; per accumulation index likewise.
-        let offsets = |axes: &[Axis]| -> Vec<(usize, usize)> {
-            let dims: Vec<usize> = axes.iter().map(|&x| dim_of(x)).collect();
-            let count: usize = dims.iter().product();
-            (0..count)
-                .map(|index| {
-                    let (mut offset_a, mut offset_b, mut rest) = (0usize, 0usize, index);
-                    for axis in (0..axes.len()).rev() {
-                        let i = rest % dims[axis];
-                        rest /= dims[axis];
-                        offset_a += i * stride_in(a, &a_strides, axes[axis]);
-                        offset_b += i * stride_in(b, &b_strides, axes[axis]);
-                    }
-                    (offset_a, offset_b)
-                })
-                .collect()
-        };
-        let loop_offsets = offsets(loops);
-        let sum_offsets = offsets(k_loops);
         let count = loop_offsets.len();
         debug_assert_eq!(count * block, total);
         // Many small GEMMs run one per thread; one large GEMM uses the threads itself.
