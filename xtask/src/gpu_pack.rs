@@ -32,8 +32,16 @@ const GPU_TESTS: &[GpuTest] = &[
         test: "nvrtc",
     },
     GpuTest {
+        package: "tutti-sweep",
+        test: "gpu",
+    },
+    GpuTest {
         package: "tutti-fmm",
         test: "gpu",
+    },
+    GpuTest {
+        package: "tutti-fmm",
+        test: "nvrtc",
     },
     GpuTest {
         package: "tutti-sweep",
@@ -46,7 +54,7 @@ const GPU_BENCHES: &[(&str, &str, &str)] =
     &[("tutti-benches", "device_gemm", "tutti-benches/cuda")];
 
 /// The features the test binaries are built with.
-const TEST_FEATURES: &str = "tutti-backend/cuda";
+const TEST_FEATURES: &str = "tutti-backend/cuda,tutti-sweep/cuda";
 
 /// The command-line binary and the feature that gives it GPUs.
 const CLI_PACKAGE: &str = "tutti-cli";
