@@ -59,8 +59,32 @@ impl StagedSources {
         self.m.len()
     }
 
-    /// Adds the staged sources `range` to `field` at `target`, in four interleaved lanes
-    /// combined in a fixed order (so the result does not depend on anything but the input).
+    /// The staged columns.
+    pub(crate) fn columns(&self) -> SourceColumns<'_> {
+        SourceColumns {
+            x: &self.x,
+            y: &self.y,
+            z: &self.z,
+            m: &self.m,
+        }
+    }
+}
+
+/// Source bodies as coordinate and strength columns of equal length: staged copies
+/// ([`StagedSources`]) or a tree's Morton-ordered bodies (the P2P kernel's inputs).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SourceColumns<'a> {
+    pub x: &'a [f64],
+    pub y: &'a [f64],
+    pub z: &'a [f64],
+    pub m: &'a [f64],
+}
+
+impl SourceColumns<'_> {
+    /// Adds the sources `range` to `field` at `target`, in four interleaved lanes combined
+    /// in a fixed order (so the result does not depend on anything but the input). The P2P
+    /// kernel (`gpu/p2p.cu`, `tt_p2p_add_range`) performs the same operations in the same
+    /// order.
     pub(crate) fn add_to(
         &self,
         field: &mut Field,
@@ -112,5 +136,30 @@ impl StagedSources {
         field.grad[0] += combine(gx, tail.grad[0]);
         field.grad[1] += combine(gy, tail.grad[1]);
         field.grad[2] += combine(gz, tail.grad[2]);
+    }
+}
+
+/// Adds the near sources of one target body to `field`: `segments` are the source leaves in
+/// list order, each `(is_self, range)` with `range` its bodies in `columns`; in the target's
+/// own leaf every body but the one at `range.start + own_offset` (the target) counts. This
+/// is the whole P2P of a target, shared by the host near field and the P2P kernel's host
+/// twin; `gpu/p2p.cu` (`tt_p2p_target`) mirrors it operation for operation.
+pub(crate) fn add_near_sources(
+    field: &mut Field,
+    target: &[f64; 3],
+    own_offset: usize,
+    segments: impl IntoIterator<Item = (bool, std::ops::Range<usize>)>,
+    columns: SourceColumns<'_>,
+    softening2: f64,
+) {
+    for (is_self, segment) in segments {
+        if is_self {
+            // Every body but the target itself.
+            let own = segment.start + own_offset;
+            columns.add_to(field, target, segment.start..own, softening2);
+            columns.add_to(field, target, own + 1..segment.end, softening2);
+        } else {
+            columns.add_to(field, target, segment, softening2);
+        }
     }
 }

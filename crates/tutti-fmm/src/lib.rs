@@ -49,6 +49,7 @@ mod direct;
 mod error;
 mod evaluate;
 mod far;
+pub mod gpu;
 pub mod io;
 mod kernel;
 mod memory;

@@ -5,7 +5,7 @@ use std::ops::Range;
 use rayon::prelude::*;
 
 use crate::evaluate::Shared;
-use crate::kernel::{Field, StagedSources};
+use crate::kernel::{add_near_sources, Field, StagedSources};
 use crate::operators::l2p;
 use crate::tree::Octree;
 use crate::FmmError;
@@ -86,16 +86,14 @@ fn leaf_fields(
     let mut fields = Vec::with_capacity(node.bodies());
     for (i, x) in tree.positions[node.begin..node.end].iter().enumerate() {
         let mut field = l2p(basis, local, node.center, *x, powers);
-        for (is_self, segment) in &segments {
-            if *is_self {
-                // Every body but the target itself.
-                let own = segment.start + i;
-                staged.add_to(&mut field, x, segment.start..own, shared.softening2);
-                staged.add_to(&mut field, x, own + 1..segment.end, shared.softening2);
-            } else {
-                staged.add_to(&mut field, x, segment.clone(), shared.softening2);
-            }
-        }
+        add_near_sources(
+            &mut field,
+            x,
+            i,
+            segments.iter().cloned(),
+            staged.columns(),
+            shared.softening2,
+        );
         fields.push(field);
     }
     if shared.softening2 == 0.0 && fields.iter().any(|f| !f.psi.is_finite()) {

@@ -221,15 +221,20 @@ pub fn plan(
 }
 
 /// What every rank shares: the tree, the basis, the interaction lists and the split.
-struct Setup {
-    tree: Octree,
-    basis: Basis,
-    lists: InteractionLists,
-    partition: Partition,
+pub(crate) struct Setup {
+    pub(crate) tree: Octree,
+    pub(crate) basis: Basis,
+    pub(crate) lists: InteractionLists,
+    pub(crate) partition: Partition,
 }
 
 impl Setup {
-    fn build(positions: &[[f64; 3]], masses: &[f64], options: &FmmOptions, ranks: usize) -> Self {
+    pub(crate) fn build(
+        positions: &[[f64; 3]],
+        masses: &[f64],
+        options: &FmmOptions,
+        ranks: usize,
+    ) -> Self {
         let tree = Octree::build(positions, masses, options.leaf_size, options.max_depth);
         let basis = Basis::new(options.order);
         // An M2L costs about as much as this many direct body pairs.
