@@ -54,7 +54,7 @@ const GPU_BENCHES: &[(&str, &str, &str)] =
     &[("tutti-benches", "device_gemm", "tutti-benches/cuda")];
 
 /// The features the test binaries are built with.
-const TEST_FEATURES: &str = "tutti-backend/cuda,tutti-sweep/cuda";
+const TEST_FEATURES: &str = "tutti-backend/cuda,tutti-sweep/cuda,tutti-fmm/cuda";
 
 /// The command-line binary and the feature that gives it GPUs.
 const CLI_PACKAGE: &str = "tutti-cli";
