@@ -43,10 +43,6 @@ const GPU_TESTS: &[GpuTest] = &[
         package: "tutti-fmm",
         test: "nvrtc",
     },
-    GpuTest {
-        package: "tutti-sweep",
-        test: "gpu",
-    },
 ];
 
 /// Benchmarks with a GPU column, packed as `bin/<name>`: (package, binary, features).
