@@ -384,6 +384,21 @@ impl DeviceScalar for Complex64 {
     }
 }
 
+/// Runs `f` with the handle held in `slot`, creating it with `create` on first use; the lock
+/// keeps calls on one handle from overlapping.
+fn with_lazy<H, R>(
+    slot: &Mutex<Option<H>>,
+    create: impl FnOnce() -> Result<H, BackendError>,
+    f: impl FnOnce(&H) -> Result<R, BackendError>,
+) -> Result<R, BackendError> {
+    let mut slot = slot.lock().unwrap_or_else(PoisonError::into_inner);
+    let handle = match slot.take() {
+        Some(handle) => handle,
+        None => create()?,
+    };
+    f(slot.insert(handle))
+}
+
 impl CudaDevice {
     /// The cuBLAS handle, created (on this handle's stream) on first use; `f` runs with it.
     fn with_blas<R>(
@@ -391,32 +406,11 @@ impl CudaDevice {
         f: impl FnOnce(cublas::cublasHandle_t) -> Result<R, BackendError>,
     ) -> Result<R, BackendError> {
         require(&CUBLAS, self.label())?;
-        let mut slot = self
-            .math()
-            .blas
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if slot.is_none() {
-            driver(self.label(), || self.context().bind_to_thread())?;
-            let mut handle = std::ptr::null_mut();
-            // SAFETY: `cublasCreate_v2` writes a new handle into `handle`.
-            let status = catch(self.label(), || unsafe {
-                cublas::cublasCreate_v2(&mut handle)
-            })?;
-            blas_status(self.label(), "cublasCreate", status)?;
-            let created = BlasHandle(handle);
-            let stream = self.cuda_stream().cu_stream() as cublas::cudaStream_t;
-            // SAFETY: the handle is live and the stream belongs to this device's context.
-            let status = catch(self.label(), || unsafe {
-                cublas::cublasSetStream_v2(created.0, stream)
-            })?;
-            blas_status(self.label(), "cublasSetStream", status)?;
-            *slot = Some(created);
-        }
-        match slot.as_ref() {
-            Some(handle) => f(handle.0),
-            None => unreachable!("the handle was just created"),
-        }
+        with_lazy(
+            &self.math().blas,
+            || self.create_blas(),
+            |handle| f(handle.0),
+        )
     }
 
     /// The cuSOLVER handle (deterministic mode, on this handle's stream), created on first use.
@@ -425,40 +419,57 @@ impl CudaDevice {
         f: impl FnOnce(cusolver::cusolverDnHandle_t) -> Result<R, BackendError>,
     ) -> Result<R, BackendError> {
         require(&CUSOLVER, self.label())?;
-        let mut slot = self
-            .math()
-            .solver
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if slot.is_none() {
-            driver(self.label(), || self.context().bind_to_thread())?;
-            let mut handle = std::ptr::null_mut();
-            // SAFETY: `cusolverDnCreate` writes a new handle into `handle`.
-            let status = catch(self.label(), || unsafe {
-                cusolver::cusolverDnCreate(&mut handle)
-            })?;
-            solver_status(self.label(), "cusolverDnCreate", status)?;
-            let created = SolverHandle(handle);
-            let stream = self.cuda_stream().cu_stream() as cusolver::cudaStream_t;
-            // SAFETY: the handle is live and the stream belongs to this device's context.
-            let status = catch(self.label(), || unsafe {
-                cusolver::cusolverDnSetStream(created.0, stream)
-            })?;
-            solver_status(self.label(), "cusolverDnSetStream", status)?;
-            // SAFETY: the handle is live; the mode is a valid enumerator.
-            let status = catch(self.label(), || unsafe {
-                cusolver::cusolverDnSetDeterministicMode(
-                    created.0,
-                    cusolver::cusolverDeterministicMode_t::CUSOLVER_DETERMINISTIC_RESULTS,
-                )
-            })?;
-            solver_status(self.label(), "cusolverDnSetDeterministicMode", status)?;
-            *slot = Some(created);
-        }
-        match slot.as_ref() {
-            Some(handle) => f(handle.0),
-            None => unreachable!("the handle was just created"),
-        }
+        with_lazy(
+            &self.math().solver,
+            || self.create_solver(),
+            |handle| f(handle.0),
+        )
+    }
+
+    /// A new cuBLAS handle bound to this handle's stream.
+    fn create_blas(&self) -> Result<BlasHandle, BackendError> {
+        driver(self.label(), || self.context().bind_to_thread())?;
+        let mut handle = std::ptr::null_mut();
+        // SAFETY: `cublasCreate_v2` writes a new handle into `handle`.
+        let status = catch(self.label(), || unsafe {
+            cublas::cublasCreate_v2(&mut handle)
+        })?;
+        blas_status(self.label(), "cublasCreate", status)?;
+        let created = BlasHandle(handle);
+        let stream = self.cuda_stream().cu_stream() as cublas::cudaStream_t;
+        // SAFETY: the handle is live and the stream belongs to this device's context.
+        let status = catch(self.label(), || unsafe {
+            cublas::cublasSetStream_v2(created.0, stream)
+        })?;
+        blas_status(self.label(), "cublasSetStream", status)?;
+        Ok(created)
+    }
+
+    /// A new cuSOLVER dense handle bound to this handle's stream, in deterministic mode.
+    fn create_solver(&self) -> Result<SolverHandle, BackendError> {
+        driver(self.label(), || self.context().bind_to_thread())?;
+        let mut handle = std::ptr::null_mut();
+        // SAFETY: `cusolverDnCreate` writes a new handle into `handle`.
+        let status = catch(self.label(), || unsafe {
+            cusolver::cusolverDnCreate(&mut handle)
+        })?;
+        solver_status(self.label(), "cusolverDnCreate", status)?;
+        let created = SolverHandle(handle);
+        let stream = self.cuda_stream().cu_stream() as cusolver::cudaStream_t;
+        // SAFETY: the handle is live and the stream belongs to this device's context.
+        let status = catch(self.label(), || unsafe {
+            cusolver::cusolverDnSetStream(created.0, stream)
+        })?;
+        solver_status(self.label(), "cusolverDnSetStream", status)?;
+        // SAFETY: the handle is live; the mode is a valid enumerator.
+        let status = catch(self.label(), || unsafe {
+            cusolver::cusolverDnSetDeterministicMode(
+                created.0,
+                cusolver::cusolverDeterministicMode_t::CUSOLVER_DETERMINISTIC_RESULTS,
+            )
+        })?;
+        solver_status(self.label(), "cusolverDnSetDeterministicMode", status)?;
+        Ok(created)
     }
 
     /// Queues `gemm` (checked by the caller) on this handle's stream.
