@@ -3,7 +3,7 @@
 use std::time::{Duration, Instant};
 
 use crate::tools::{cargo, ensure_ffi_tools, run, Failure, Workspace};
-use crate::{chaos, ffi, fuzz, header, layers, nvrtc};
+use crate::{chaos, ffi, fuzz, header, layers, mpi, nvrtc};
 
 /// Seconds each fuzz target runs in CI: enough to replay the seeds and the corpus and explore
 /// a little, inside the suite's time budget. Longer runs: `cargo xtask fuzz --runs 1000000`.
@@ -82,6 +82,10 @@ pub fn run_all() -> Result<(), Failure> {
         (
             "cargo xtask nvrtc-check (every kernel through NVRTC 13, no GPU)",
             Box::new(|| nvrtc::run_check(&Workspace::load()?)),
+        ),
+        (
+            "cargo xtask mpi-test (Open MPI: mpirun with 2, 3 and 4 processes)",
+            Box::new(mpi::run_all),
         ),
         (
             "cargo xtask header --check",

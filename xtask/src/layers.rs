@@ -30,6 +30,7 @@ use crate::tools::{cargo, output, Failure};
 enum Layer {
     Backend,
     Runtime,
+    Processes,
     Workload,
     Entry,
     /// Build tooling: depends on no workspace crate.
@@ -41,6 +42,7 @@ impl Layer {
         match self {
             Layer::Backend => "backend",
             Layer::Runtime => "runtime (group, plan)",
+            Layer::Processes => "process transport (mpi)",
             Layer::Workload => "workload",
             Layer::Entry => "entry point",
             Layer::Tool => "tool",
@@ -52,6 +54,7 @@ impl Layer {
         match self {
             Layer::Backend => "the backend depends on no tutti crate",
             Layer::Runtime => "group and plan depend only on the backend",
+            Layer::Processes => "the process transport depends only on the runtime and backend",
             Layer::Workload => "no workload depends on another",
             Layer::Entry => "no entry point depends on another",
             Layer::Tool => "xtask depends on no tutti crate",
@@ -64,6 +67,7 @@ const LAYERS: &[(&str, Layer)] = &[
     ("tutti-backend", Layer::Backend),
     ("tutti-group", Layer::Runtime),
     ("tutti-plan", Layer::Runtime),
+    ("tutti-mpi", Layer::Processes),
     ("tutti-sweep", Layer::Workload),
     ("tutti-fmm", Layer::Workload),
     ("tutti-adjoint", Layer::Workload),

@@ -15,6 +15,8 @@
 //!   into `.gpu/` with `scripts/gpu-run.sh` as `run.sh` and a `MANIFEST` (`gpu_pack.rs`).
 //! - `nvrtc-check`: fetch NVRTC (the CUDA 13 wheel from PyPI, cached in `target/nvrtc/`) and
 //!   compile every kernel module of tutti-backend with it: signatures, registers, spills.
+//! - `mpi-test`: install Open MPI if missing, lint tutti-mpi with `--features mpi` and run its
+//!   tests, the `mpirun` cases with 2, 3 and 4 processes among them (`mpi.rs`).
 //! - `ci`: install missing tools, then formatting, the layer check, lints, tests, the cuda
 //!   build, the header check and the FFI tests, failing fast.
 
@@ -25,6 +27,7 @@ mod fuzz;
 mod gpu_pack;
 mod header;
 mod layers;
+mod mpi;
 mod nvrtc;
 mod tools;
 
@@ -53,6 +56,8 @@ tasks:
                      Rust; xz-compressed above 48 MiB (or with --xz), refused if still above
   nvrtc-check        download NVRTC (CUDA 13 wheel, PyPI; cached in target/nvrtc) and run
                      tutti-backend's NVRTC tests with it: PTX signatures, registers, no spills
+  mpi-test           install Open MPI if missing (apt-get, as root), lint tutti-mpi with its
+                     mpi feature and run its tests: mpirun with 2, 3 and 4 processes
   ci                 install missing tools, then fmt, check-layers, clippy, test, cuda clippy,
                      header check, ffi-test; stops at the first failure
 ";
@@ -99,6 +104,10 @@ fn dispatch(args: &[String]) -> Result<(), Failure> {
         "nvrtc-check" => {
             no_args(task, rest)?;
             nvrtc::run_check(&Workspace::load()?)
+        }
+        "mpi-test" => {
+            no_args(task, rest)?;
+            mpi::run_all()
         }
         "ci" => {
             no_args(task, rest)?;

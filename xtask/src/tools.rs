@@ -166,7 +166,7 @@ fn is_root() -> bool {
 }
 
 /// Installs Debian packages with apt-get; only root may.
-fn apt_install(packages: &[&str], why: &str) -> Result<(), Failure> {
+pub fn apt_install(packages: &[&str], why: &str) -> Result<(), Failure> {
     if !is_root() {
         return Err(Failure::new(format!(
             "{why}; install it with `sudo apt-get install -y {}` (xtask installs it itself only \

@@ -68,6 +68,14 @@ pub enum RunError<E> {
         /// The panic message.
         message: String,
     },
+    /// A rank in another process failed or panicked; its error crossed as text. Every
+    /// process of the run gets this (the failing one gets its own [`RunError::Failed`]).
+    Remote {
+        /// The rank that failed first.
+        rank: usize,
+        /// Its error's text (a panic's reads `panicked: ...`).
+        message: String,
+    },
     /// A rank's thread could not be started.
     Spawn {
         /// The rank whose thread failed to start.
@@ -81,9 +89,10 @@ impl<E> RunError<E> {
     /// The rank that failed first.
     pub fn rank(&self) -> usize {
         match self {
-            Self::Failed { rank, .. } | Self::Panicked { rank, .. } | Self::Spawn { rank, .. } => {
-                *rank
-            }
+            Self::Failed { rank, .. }
+            | Self::Panicked { rank, .. }
+            | Self::Remote { rank, .. }
+            | Self::Spawn { rank, .. } => *rank,
         }
     }
 
@@ -103,6 +112,7 @@ impl<E> RunError<E> {
                 error: map(error),
             },
             Self::Panicked { rank, message } => RunError::Panicked { rank, message },
+            Self::Remote { rank, message } => RunError::Remote { rank, message },
             Self::Spawn { rank, message } => RunError::Spawn { rank, message },
         }
     }
@@ -113,6 +123,7 @@ impl<E: fmt::Display> fmt::Display for RunError<E> {
         match self {
             Self::Failed { rank, error } => write!(f, "rank {rank} failed: {error}"),
             Self::Panicked { rank, message } => write!(f, "rank {rank} panicked: {message}"),
+            Self::Remote { rank, message } => write!(f, "rank {rank} failed: {message}"),
             Self::Spawn { rank, message } => {
                 write!(f, "could not start the thread of rank {rank}: {message}")
             }

@@ -1,23 +1,43 @@
 //! Running a closure on every rank of a group, with abort on the first failure.
 
+use std::fmt;
+use std::ops::Range;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use tutti_backend::{panic_message, BackendError, Device, GpuUse, Resources};
 
 use crate::comm::Comm;
 use crate::local::{LocalMailbox, SoloTransport};
-use crate::transport::Transport;
+use crate::transport::{Fabric, Transport};
 use crate::RunError;
 
-/// Ranks `0..size`, one per device, in one process.
+/// Ranks `0..size`, one per device: all in this process, or spread over processes.
 ///
-/// [`Group::run`] calls a closure on every rank, each on its own thread (a group of one runs
-/// inline on the caller's thread), and returns every rank's result in rank order, or the
-/// original error of the first rank that failed.
-#[derive(Clone, Debug)]
+/// [`Group::run`] calls a closure on every rank of this process, each on its own thread (a
+/// single local rank runs inline on the caller's thread), and returns their results in rank
+/// order, or the original error of the first rank that failed.
+///
+/// A group made with [`Group::new`] has every rank in this process. One made with
+/// [`Group::spanning`] has one rank here and the others in other processes (MPI), which run
+/// the same program: [`Group::run`] then returns this process's result only.
+#[derive(Clone)]
 pub struct Group {
     devices: Vec<Device>,
+    fabric: Option<Arc<dyn Fabric>>,
+}
+
+impl fmt::Debug for Group {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut debug = f.debug_struct("Group");
+        debug.field("devices", &self.devices);
+        if let Some(fabric) = &self.fabric {
+            debug
+                .field("rank", &fabric.rank())
+                .field("size", &fabric.size());
+        }
+        debug.finish()
+    }
 }
 
 /// Why a group could not be formed.
@@ -38,7 +58,20 @@ impl Group {
         if devices.is_empty() {
             return Err(GroupError::Empty);
         }
-        Ok(Self { devices })
+        Ok(Self {
+            devices,
+            fabric: None,
+        })
+    }
+
+    /// A group spanning processes: this process holds one rank, `fabric.rank()`, serving
+    /// `device`; the other `fabric.size() - 1` ranks are in the processes that share the
+    /// fabric and run the same program.
+    pub fn spanning(fabric: Arc<dyn Fabric>, device: Device) -> Self {
+        Self {
+            devices: vec![device],
+            fabric: Some(fabric),
+        }
     }
 
     /// A group over the devices `resources` selects for a computation that can do `gpu_use`
@@ -47,12 +80,27 @@ impl Group {
         Self::new(resources.select_for(gpu_use)?)
     }
 
-    /// The number of ranks.
+    /// The number of ranks, over all processes.
     pub fn size(&self) -> usize {
-        self.devices.len()
+        self.fabric
+            .as_ref()
+            .map_or(self.devices.len(), |fabric| fabric.size())
     }
 
-    /// The devices, in rank order.
+    /// The ranks held by this process: all of them, unless the group spans processes.
+    pub fn local_ranks(&self) -> Range<usize> {
+        match &self.fabric {
+            None => 0..self.devices.len(),
+            Some(fabric) => fabric.rank()..fabric.rank() + self.devices.len(),
+        }
+    }
+
+    /// Whether the group spans processes ([`Group::spanning`]).
+    pub fn is_spanning(&self) -> bool {
+        self.fabric.is_some()
+    }
+
+    /// The devices of this process's ranks, in rank order.
     pub fn devices(&self) -> &[Device] {
         &self.devices
     }
@@ -65,12 +113,18 @@ impl Group {
     /// rank's own error, or [`RunError::Panicked`] with the panic message). A rank returning
     /// while others wait for it in a collective releases them with
     /// [`crate::CommError::RankLeft`]. Nothing hangs on a failure.
+    ///
+    /// In a group spanning processes the result holds this process's rank only, and a
+    /// failure in another process is [`RunError::Remote`] with that rank's error text.
     pub fn run<R, E, F>(&self, work: F) -> Result<Vec<R>, RunError<E>>
     where
         F: Fn(&Comm<'_>) -> Result<R, E> + Sync,
         R: Send,
-        E: Send,
+        E: Send + fmt::Display,
     {
+        if let (Some(fabric), [device]) = (&self.fabric, self.devices.as_slice()) {
+            return run_spanning(fabric.as_ref(), device, work);
+        }
         if let [device] = self.devices.as_slice() {
             let comm = Comm::new(&SoloTransport, device);
             return match catch_unwind(AssertUnwindSafe(|| work(&comm))) {
@@ -155,5 +209,52 @@ impl Group {
                 })
             })
             .collect()
+    }
+}
+
+/// [`Group::run`] for this process's one rank of a group spanning processes.
+fn run_spanning<R, E, F>(
+    fabric: &dyn Fabric,
+    device: &Device,
+    work: F,
+) -> Result<Vec<R>, RunError<E>>
+where
+    F: Fn(&Comm<'_>) -> Result<R, E>,
+    E: fmt::Display,
+{
+    let rank = fabric.rank();
+    let transport = fabric.open().map_err(|err| RunError::Remote {
+        rank,
+        message: format!("could not open the run's transport: {err}"),
+    })?;
+    let comm = Comm::new(transport.as_ref(), device);
+    let outcome = catch_unwind(AssertUnwindSafe(|| work(&comm)));
+    // Whoever failed first (lowest rank of the round) is the one every process reports.
+    let remote = |transport: &dyn Transport| {
+        transport
+            .failure()
+            .filter(|(origin, _)| *origin != rank)
+            .map(|(origin, message)| RunError::Remote {
+                rank: origin,
+                message,
+            })
+    };
+    match outcome {
+        Ok(Ok(value)) => {
+            transport.leave();
+            match remote(transport.as_ref()) {
+                Some(failure) => Err(failure),
+                None => Ok(vec![value]),
+            }
+        }
+        Ok(Err(error)) => {
+            transport.abort_with(&error.to_string());
+            Err(remote(transport.as_ref()).unwrap_or(RunError::Failed { rank, error }))
+        }
+        Err(payload) => {
+            let message = panic_message(payload.as_ref()).to_string();
+            transport.abort_with(&format!("panicked: {message}"));
+            Err(remote(transport.as_ref()).unwrap_or(RunError::Panicked { rank, message }))
+        }
     }
 }

@@ -37,4 +37,4 @@ mod transport;
 pub use comm::Comm;
 pub use error::{CommError, RunError};
 pub use group::{Group, GroupError};
-pub use transport::{Block, Signature, Transport};
+pub use transport::{Block, Fabric, Signature, Transport};

@@ -87,4 +87,41 @@ pub trait Transport: Send + Sync {
 
     /// Marks this rank as finished: it will make no more exchanges.
     fn leave(&self);
+
+    /// Aborts because this rank failed with `message`. A transport spanning processes
+    /// sends the message to the other ranks, which report it as
+    /// [`crate::RunError::Remote`]; in one process the group holds the original error and
+    /// this is [`Transport::abort`].
+    fn abort_with(&self, message: &str) {
+        let _ = message;
+        self.abort();
+    }
+
+    /// The failure this transport learned of from another process: the failing rank and
+    /// its error's text. `None` in one process, where the group records failures itself.
+    fn failure(&self) -> Option<(usize, String)> {
+        None
+    }
+}
+
+/// The ranks of a computation spanning processes (MPI): the ranks of this process are a part
+/// of them, and every [`crate::Group::run`] opens one transport session on the fabric.
+///
+/// Contract for implementors:
+/// - [`Fabric::open`] is collective over the processes and gives a fresh session: a failure
+///   in one run (which closes its session) leaves the next run unaffected.
+/// - A session's [`Transport::leave`] and [`Transport::abort_with`] are collective too: they
+///   complete a final round with every other rank, so every process learns of a failure
+///   and no message of the run is left in flight.
+/// - A session is used by one run at a time; opening a second one while the first is open
+///   is an error, not an interleaving.
+pub trait Fabric: Send + Sync {
+    /// The rank of this process's (first) rank.
+    fn rank(&self) -> usize;
+
+    /// The number of ranks over all processes.
+    fn size(&self) -> usize;
+
+    /// Opens the transport of one run.
+    fn open(&self) -> Result<Box<dyn Transport + '_>, CommError>;
 }
