@@ -1,7 +1,8 @@
 //! `cargo xtask mpi-test`: the MPI transport over real processes. Installs Open MPI (Debian's
 //! `openmpi-bin` and `libopenmpi-dev`, as root) when `mpicc` or `mpirun` is missing, lints
-//! tutti-mpi with its `mpi` feature, and runs its tests with `TUTTI_REQUIRE_MPI=1`, so that the
-//! `mpirun` cases (2, 3 and 4 processes) cannot skip.
+//! tutti-mpi and the CLI with their `mpi` features, and runs tutti-mpi's tests and the CLI's
+//! `mpirun` tests with `TUTTI_REQUIRE_MPI=1`, so that the `mpirun` cases (2, 3 and 4
+//! processes; `tutti fit demo` against threads) cannot skip.
 
 use crate::tools::{apt_install, cargo, on_path, run, Failure};
 
@@ -16,8 +17,10 @@ pub fn run_all() -> Result<(), Failure> {
         "clippy",
         "-p",
         "tutti-mpi",
+        "-p",
+        "tutti-cli",
         "--features",
-        "mpi",
+        "tutti-mpi/mpi,tutti-cli/mpi",
         "--all-targets",
         "--",
         "-D",
@@ -25,5 +28,17 @@ pub fn run_all() -> Result<(), Failure> {
     ]))?;
     run(cargo()
         .args(["test", "-p", "tutti-mpi", "--features", "mpi"])
+        .env("TUTTI_REQUIRE_MPI", "1"))?;
+    // The CLI's own tests ran in the suite; only its mpirun cases need the feature.
+    run(cargo()
+        .args([
+            "test",
+            "-p",
+            "tutti-cli",
+            "--features",
+            "mpi",
+            "--test",
+            "mpirun",
+        ])
         .env("TUTTI_REQUIRE_MPI", "1"))
 }

@@ -11,10 +11,12 @@ use tutti_fit::example::{
     bootstrap_replicate, quantile, synthetic_experiments, START_RATES, TRUE_RATES,
 };
 use tutti_fit::{
-    checkpointed_map, fit, plan, resource_groups, summarize_ledger, CampaignItem, CampaignOptions,
-    Execution, FitOptions, FitReport, TaskStatus,
+    checkpointed_map, fit, fit_on, plan, resource_groups, summarize_ledger, CampaignItem,
+    CampaignOptions, Execution, FitOptions, FitReport, TaskStatus,
 };
+use tutti_group::Group;
 
+use crate::processes::Processes;
 use crate::resources::DeviceArgs;
 
 /// Options of `tutti fit`.
@@ -81,27 +83,31 @@ enum CampaignCommand {
     },
 }
 
-pub fn run(args: &FitArgs) -> Result<(), String> {
+pub fn run(args: &FitArgs, processes: &Processes) -> Result<(), String> {
     match &args.command {
         FitCommand::Demo {
             seed,
             json,
             plan,
             devices,
-        } => demo(&devices.resources(), *seed, *json, *plan),
+        } => demo(processes, &devices.resources(), *seed, *json, *plan),
         FitCommand::Bootstrap {
             replicates,
             ledger,
             seed,
             plan,
             devices,
-        } => bootstrap(
-            *replicates,
-            ledger.as_deref(),
-            &devices.resources(),
-            *seed,
-            *plan,
-        ),
+        } => processes
+            .refuse_spanning("tutti fit bootstrap")
+            .and_then(|()| {
+                bootstrap(
+                    *replicates,
+                    ledger.as_deref(),
+                    &devices.resources(),
+                    *seed,
+                    *plan,
+                )
+            }),
     }
 }
 
@@ -113,14 +119,16 @@ pub fn run_campaign(args: &CampaignArgs) -> Result<(), String> {
 
 /// The example fit on `devices` simulated devices.
 pub fn example_fit(devices: usize, seed: u64) -> Result<FitReport, String> {
-    example_fit_on(&Resources::cpu(devices), seed)
+    let resources = Resources::cpu(devices);
+    let group = Group::from_resources(&resources, tutti_fit::GPU_USE).map_err(|e| e.to_string())?;
+    example_fit_on(&group, &resources, seed)
 }
 
-/// The example fit on `resources`.
-fn example_fit_on(resources: &Resources, seed: u64) -> Result<FitReport, String> {
+/// The example fit on `group`, planned against `resources`.
+fn example_fit_on(group: &Group, resources: &Resources, seed: u64) -> Result<FitReport, String> {
     let experiments = synthetic_experiments(seed)?;
     let options = FitOptions::default().with_resources(resources.clone());
-    fit(&experiments, &START_RATES, &options).map_err(|e| e.to_string())
+    fit_on(group, &experiments, &START_RATES, &options).map_err(|e| e.to_string())
 }
 
 /// Prints the plan of the example fit on `resources`, or refuses with its numbers.
@@ -132,12 +140,24 @@ fn print_plan(resources: &Resources, seed: u64) -> Result<(), String> {
     Ok(())
 }
 
-fn demo(resources: &Resources, seed: u64, as_json: bool, show_plan: bool) -> Result<(), String> {
+fn demo(
+    processes: &Processes,
+    resources: &Resources,
+    seed: u64,
+    as_json: bool,
+    show_plan: bool,
+) -> Result<(), String> {
     if show_plan {
+        processes.refuse_spanning("tutti fit demo --plan")?;
         return print_plan(resources, seed);
     }
     let started = Instant::now();
-    let report = example_fit_on(resources, seed)?;
+    let group = processes.group(resources, tutti_fit::GPU_USE)?;
+    let report = example_fit_on(&group, resources, seed)?;
+    // Every process holds the same report; rank 0 prints it.
+    if !processes.prints() {
+        return Ok(());
+    }
     let devices = report.devices;
     let seconds = started.elapsed().as_secs_f64();
     let errors = report.standard_errors().unwrap_or_default();
@@ -338,14 +358,15 @@ mod tests {
     #[test]
     fn the_plan_prints_and_device_errors_are_refused() {
         assert!(print_plan(&Resources::cpu(2), 2026).is_ok());
-        let err = demo(&Resources::cpu(0), 2026, false, false).unwrap_err();
+        let alone = Processes::start(tutti_mpi::launch::MpiMode::Off).unwrap();
+        let err = demo(&alone, &Resources::cpu(0), 2026, false, false).unwrap_err();
         assert!(err.contains("zero devices"), "{err}");
         let err = print_plan(&Resources::cpu(1).with_device_memory_cap(1024), 2026).unwrap_err();
         assert!(
             err.contains("does not fit") && err.contains("contributions"),
             "{err}"
         );
-        let report = example_fit_on(&Resources::cpu(2), 2026).unwrap();
+        let report = example_fit(2, 2026).unwrap();
         assert_eq!(report.devices, 2);
         assert!(report.converged());
     }

@@ -6,6 +6,7 @@ mod devices;
 mod fit;
 mod fmm;
 mod logger;
+mod processes;
 mod resources;
 mod sweep;
 
@@ -17,6 +18,16 @@ use clap::{Parser, Subcommand};
 #[derive(Parser)]
 #[command(name = "tutti", version, about)]
 struct Cli {
+    /// Run as one process of an MPI job: `auto` when a launcher (mpirun, mpiexec, srun)
+    /// started several processes, `on` always, `off` never. Only `tutti fit demo` runs across
+    /// processes so far; the other subcommands refuse to.
+    #[arg(
+        long,
+        global = true,
+        default_value = "auto",
+        value_name = "auto|on|off"
+    )]
+    mpi: tutti_mpi::launch::MpiMode,
     #[command(subcommand)]
     command: Command,
 }
@@ -43,15 +54,20 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     logger::install();
     logger::install_panic_hook();
-    let outcome = match cli.command {
-        Command::Devices(args) => devices::run(&args),
-        Command::Demo(args) => demo::run(&args),
-        Command::Fmm(args) => fmm::run(&args),
-        Command::Sweep(args) => sweep::run(&args),
-        Command::Adjoint(args) => adjoint::run(&args),
-        Command::Fit(args) => fit::run(&args),
-        Command::Campaign(args) => fit::run_campaign(&args),
-    };
+    let outcome = processes::Processes::start(cli.mpi).and_then(|processes| {
+        let alone = |what: &str| processes.refuse_spanning(what);
+        match cli.command {
+            Command::Devices(args) => alone("tutti devices").and_then(|()| devices::run(&args)),
+            Command::Demo(args) => alone("tutti demo").and_then(|()| demo::run(&args)),
+            Command::Fmm(args) => alone("tutti fmm").and_then(|()| fmm::run(&args)),
+            Command::Sweep(args) => alone("tutti sweep").and_then(|()| sweep::run(&args)),
+            Command::Adjoint(args) => alone("tutti adjoint").and_then(|()| adjoint::run(&args)),
+            Command::Fit(args) => fit::run(&args, &processes),
+            Command::Campaign(args) => {
+                alone("tutti campaign").and_then(|()| fit::run_campaign(&args))
+            }
+        }
+    });
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {

@@ -38,4 +38,4 @@ pub use error::FitError;
 pub use experiment::Experiment;
 pub use groups::resource_groups;
 pub use ledger::{Ledger, TaskRecord, TaskStatus};
-pub use solver::{fit, plan, FitOptions, FitReport, Termination};
+pub use solver::{fit, fit_on, plan, FitOptions, FitReport, Termination};

@@ -427,6 +427,12 @@ pub fn fit<E: Experiment>(
     initial: &[f64],
     options: &FitOptions,
 ) -> Result<FitReport, FitError> {
+    check_start(experiments, initial)?;
+    let group = Group::from_resources(&options.resources, crate::GPU_USE)?;
+    fit_on(&group, experiments, initial, options)
+}
+
+fn check_start<E: Experiment>(experiments: &[E], initial: &[f64]) -> Result<(), FitError> {
     check_problem(experiments, initial.len())?;
     if let Some(i) = initial.iter().position(|x| !x.is_finite()) {
         return Err(FitError::invalid(
@@ -434,7 +440,24 @@ pub fn fit<E: Experiment>(
             format!("parameter {i} is {}, expected a finite number", initial[i]),
         ));
     }
-    let group = Group::from_resources(&options.resources, crate::GPU_USE)?;
+    Ok(())
+}
+
+/// [`fit`] on a group made by the caller: the way to fit across processes, on a
+/// [`Group::spanning`] group whose other ranks are other MPI processes running the same
+/// program with the same experiments and options. The experiments are split among all
+/// ranks as on threads, and every process returns the same report, bitwise equal to the
+/// report of a group of as many threads. `options.resources` still gives the memory caps
+/// the plan is checked against; the group gives the devices.
+///
+/// A failure on another process is [`FitError::Group`] with that rank's error text.
+pub fn fit_on<E: Experiment>(
+    group: &Group,
+    experiments: &[E],
+    initial: &[f64],
+    options: &FitOptions,
+) -> Result<FitReport, FitError> {
+    check_start(experiments, initial)?;
     plan_on(
         group.devices(),
         experiments,
@@ -659,11 +682,10 @@ fn solve<E: Experiment>(
     };
     Ok(FitReport {
         gradient_norm: gradient_norm(&current.gradient),
-        covariance: if comm.rank() == 0 {
-            covariance_from_packed_r(current.triangles.chunks_exact(packed_len(n)), n)
-        } else {
-            None
-        },
+        // Every rank holds every triangle, so each computes the covariance itself (the QR of
+        // an E n x n stack): the reports are the same on every rank, and in every process
+        // of a group spanning processes.
+        covariance: covariance_from_packed_r(current.triangles.chunks_exact(packed_len(n)), n),
         parameters,
         cost: current.cost,
         iterations,

@@ -149,6 +149,17 @@ pub fn detect(var: impl Fn(&str) -> Option<String>) -> Result<Option<Launch>, La
     Ok(None)
 }
 
+/// The environment Open MPI's `mpirun` needs in a root container with more processes than
+/// cores, as in CI: run as root, oversubscribe, no cross-memory attach (containers forbid
+/// it), and yield when idle. tutti's own `mpirun` tests set these.
+pub const OPEN_MPI_CONTAINER_ENV: &[(&str, &str)] = &[
+    ("OMPI_ALLOW_RUN_AS_ROOT", "1"),
+    ("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"),
+    ("OMPI_MCA_rmaps_base_oversubscribe", "1"),
+    ("OMPI_MCA_btl_vader_single_copy_mechanism", "none"),
+    ("OMPI_MCA_mpi_yield_when_idle", "1"),
+];
+
 /// The launch of this process, from its environment.
 pub fn detect_here() -> Result<Option<Launch>, LaunchError> {
     detect(|name| std::env::var(name).ok())

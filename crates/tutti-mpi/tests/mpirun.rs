@@ -7,6 +7,8 @@
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
+use tutti_mpi::launch::OPEN_MPI_CONTAINER_ENV;
+
 const SELFTEST: &str = env!("CARGO_BIN_EXE_tutti-mpi-selftest");
 
 /// A case that takes longer than this has hung (mpirun's own --timeout is 60 s).
@@ -33,11 +35,7 @@ fn mpirun(processes: usize, args: &[&str]) -> (Output, Duration) {
         .args(["mpirun", "-n", &processes.to_string(), "--timeout", "60"])
         .arg(SELFTEST)
         .args(args)
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
-        .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
-        .env("OMPI_MCA_mpi_yield_when_idle", "1")
+        .envs(OPEN_MPI_CONTAINER_ENV.iter().copied())
         .env("RUST_BACKTRACE", "0")
         .output()
         .expect("mpirun starts");

@@ -1,0 +1,103 @@
+//! `--mpi auto|on|off`: whether this `tutti` is one process of an MPI job, and the group its
+//! computation runs on.
+
+use tutti_backend::{GpuUse, Resources};
+use tutti_group::Group;
+use tutti_mpi::launch::{detect_here, wants_mpi, Launch, MpiMode};
+
+/// This process's place in the run: alone, or one rank of an MPI job.
+pub struct Processes {
+    launch: Option<Launch>,
+    #[cfg(feature = "mpi")]
+    world: Option<tutti_mpi::mpi::World>,
+}
+
+impl Processes {
+    /// Detects the launcher and, where `mode` says so, joins the MPI job.
+    pub fn start(mode: MpiMode) -> Result<Self, String> {
+        let launch = detect_here().map_err(|e| e.to_string())?;
+        if !wants_mpi(mode, launch.as_ref()) {
+            return Ok(Self {
+                launch,
+                #[cfg(feature = "mpi")]
+                world: None,
+            });
+        }
+        #[cfg(feature = "mpi")]
+        {
+            let world = tutti_mpi::mpi::World::init().map_err(|e| format!("MPI: {e}"))?;
+            Ok(Self {
+                launch,
+                world: Some(world),
+            })
+        }
+        #[cfg(not(feature = "mpi"))]
+        {
+            let started_by = launch
+                .as_ref()
+                .map_or_else(|| "--mpi on".to_string(), |l| l.launcher.to_string());
+            Err(format!(
+                "{started_by} asks for MPI, but this tutti was built without it: build it with \
+                 `cargo build --release -p tutti-cli --features mpi`, or pass `--mpi off` to \
+                 run every process on its own"
+            ))
+        }
+    }
+
+    /// Whether this process is one of several over MPI.
+    pub fn spanning(&self) -> bool {
+        #[cfg(feature = "mpi")]
+        {
+            self.world.is_some()
+        }
+        #[cfg(not(feature = "mpi"))]
+        {
+            false
+        }
+    }
+
+    /// Whether this process prints the results: rank 0, or a process on its own.
+    pub fn prints(&self) -> bool {
+        #[cfg(feature = "mpi")]
+        {
+            self.world.as_ref().is_none_or(|world| world.rank() == 0)
+        }
+        #[cfg(not(feature = "mpi"))]
+        {
+            true
+        }
+    }
+
+    /// The group of the computation: over MPI, this process's rank on one device of
+    /// `resources` (one device per process); else every device `resources` selects.
+    pub fn group(&self, resources: &Resources, gpu_use: GpuUse) -> Result<Group, String> {
+        #[cfg(feature = "mpi")]
+        if let Some(world) = &self.world {
+            let mut devices = resources.select_for(gpu_use).map_err(|e| e.to_string())?;
+            if devices.len() != 1 {
+                return Err(format!(
+                    "over MPI every process runs one device, and the flags select {}: pass \
+                     `--devices 1` (or `--ordinals N`) and start more processes",
+                    devices.len()
+                ));
+            }
+            return Ok(Group::spanning(world.fabric(), devices.remove(0)));
+        }
+        Group::from_resources(resources, gpu_use).map_err(|e| e.to_string())
+    }
+
+    /// Refuses a subcommand that does not run across processes yet, when this is one.
+    pub fn refuse_spanning(&self, what: &str) -> Result<(), String> {
+        if self.spanning() {
+            let launched = self
+                .launch
+                .as_ref()
+                .map_or_else(String::new, |l| format!(" (started by {})", l.launcher));
+            return Err(format!(
+                "{what} does not run across processes yet{launched}; run it as one process, or \
+                 pass `--mpi off` to run every process on its own"
+            ));
+        }
+        Ok(())
+    }
+}
