@@ -4,8 +4,9 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::Args;
-use tutti_fmm::{fmm, io, plan, sampled_error, FmmOptions, Precision};
+use tutti_fmm::{fmm_on, io, plan, sampled_error, FmmOptions, Precision};
 
+use crate::processes::Processes;
 use crate::resources::DeviceArgs;
 
 /// Options of `tutti fmm`.
@@ -74,21 +75,24 @@ impl FmmArgs {
     }
 }
 
-pub fn run(args: &FmmArgs) -> Result<(), String> {
+pub fn run(args: &FmmArgs, processes: &Processes) -> Result<(), String> {
     let options = args.options();
     options.validate().map_err(|e| e.to_string())?;
     if args.check_direct == Some(0) {
         return Err("invalid `--check-direct`: expected a number of bodies >= 1, got 0".into());
     }
     let started = Instant::now();
-    eprintln!(
-        "reading {} and {}",
-        args.positions.display(),
-        args.masses.display()
-    );
+    if processes.prints() {
+        eprintln!(
+            "reading {} and {}",
+            args.positions.display(),
+            args.masses.display()
+        );
+    }
     let positions = io::read_positions(&args.positions).map_err(|e| e.to_string())?;
     let masses = io::read_masses(&args.masses).map_err(|e| e.to_string())?;
     if args.plan {
+        processes.refuse_spanning("tutti fmm --plan")?;
         let plan = plan(&positions, &masses, &options).map_err(|e| e.to_string())?;
         println!("{plan}");
         return Ok(());
@@ -96,8 +100,16 @@ pub fn run(args: &FmmArgs) -> Result<(), String> {
     let Some(out_dir) = &args.out else {
         return Err("`--out DIR` is needed unless `--plan` is given".into());
     };
-    eprintln!("evaluating {} bodies", positions.len());
-    let out = fmm(&positions, &masses, &options).map_err(|e| e.to_string())?;
+    // Over MPI every process reads the inputs, evaluates its share and gathers the rest;
+    // rank 0 writes the outputs and prints.
+    let group = processes.group(&options.resources, tutti_fmm::GPU_USE)?;
+    if processes.prints() {
+        eprintln!("evaluating {} bodies", positions.len());
+    }
+    let out = fmm_on(&group, &positions, &masses, &options).map_err(|e| e.to_string())?;
+    if !processes.prints() {
+        return Ok(());
+    }
     eprintln!("writing {}", out_dir.display());
     io::write_outputs(out_dir, &out.potential, &out.accel).map_err(|e| e.to_string())?;
     let info = &out.info;

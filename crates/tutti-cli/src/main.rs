@@ -19,8 +19,8 @@ use clap::{Parser, Subcommand};
 #[command(name = "tutti", version, about)]
 struct Cli {
     /// Run as one process of an MPI job: `auto` when a launcher (mpirun, mpiexec, srun)
-    /// started several processes, `on` always, `off` never. Only `tutti fit demo` runs across
-    /// processes so far; the other subcommands refuse to.
+    /// started several processes, `on` always, `off` never. Two subcommands run across
+    /// processes: `fit demo` and `fmm`; the other subcommands refuse to.
     #[arg(
         long,
         global = true,
@@ -59,7 +59,7 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Devices(args) => alone("tutti devices").and_then(|()| devices::run(&args)),
             Command::Demo(args) => alone("tutti demo").and_then(|()| demo::run(&args)),
-            Command::Fmm(args) => alone("tutti fmm").and_then(|()| fmm::run(&args)),
+            Command::Fmm(args) => fmm::run(&args, &processes),
             Command::Sweep(args) => alone("tutti sweep").and_then(|()| sweep::run(&args)),
             Command::Adjoint(args) => alone("tutti adjoint").and_then(|()| adjoint::run(&args)),
             Command::Fit(args) => fit::run(&args, &processes),

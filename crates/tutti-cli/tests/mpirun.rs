@@ -4,8 +4,11 @@
 //! `mpirun` the test says so and passes, unless `TUTTI_REQUIRE_MPI=1`.
 #![cfg(feature = "mpi")]
 
+mod common;
+
 use std::process::{Command, Output};
 
+use common::{lcg, scratch, text, write_npy};
 use serde_json::Value;
 use tutti_mpi::launch::OPEN_MPI_CONTAINER_ENV;
 
@@ -101,6 +104,63 @@ fn fit_over_processes_is_bitwise_the_fit_over_threads() {
         );
         assert_eq!(reports[0]["devices"], Value::from(processes));
     }
+}
+
+#[test]
+fn fmm_over_processes_writes_bitwise_the_files_of_threads() {
+    if !have_mpirun() {
+        return;
+    }
+    let dir = scratch("mpirun-fmm");
+    let n = 3000;
+    let masses: Vec<f64> = lcg(2, n).iter().map(|m| 1.0 + 0.5 * m).collect();
+    write_npy(&dir.join("p.npy"), &[n, 3], &lcg(1, 3 * n));
+    write_npy(&dir.join("m.npy"), &[n], &masses);
+    let (p, m) = (dir.join("p.npy"), dir.join("m.npy"));
+    let command = [
+        "fmm",
+        "--positions",
+        text(&p),
+        "--masses",
+        text(&m),
+        "--kind",
+        "cpu",
+    ];
+    let read = |out: &std::path::Path| {
+        let read = |name: &str| std::fs::read(out.join(name)).expect("an output file");
+        (read("potential.npy"), read("accel.npy"))
+    };
+    for processes in [2usize, 3] {
+        let threads = dir.join(format!("threads{processes}"));
+        let count = processes.to_string();
+        let on_threads = alone(&[&command[..], &["-d", &count, "--out", text(&threads)]].concat());
+        assert!(on_threads.status.success(), "{on_threads:?}");
+        let over = dir.join(format!("processes{processes}"));
+        let over_mpi = mpirun(
+            processes,
+            &[&command[..], &["-d", "1", "--out", text(&over)]].concat(),
+        );
+        assert!(
+            over_mpi.status.success(),
+            "mpirun -n {processes} tutti fmm: {}",
+            String::from_utf8_lossy(&over_mpi.stderr)
+        );
+        let stdout = String::from_utf8_lossy(&over_mpi.stdout);
+        assert_eq!(
+            stdout.matches("fmm: N = 3000").count(),
+            1,
+            "rank 0 alone prints:\n{stdout}"
+        );
+        assert!(
+            stdout.contains(&format!("{processes} device(s)")),
+            "{stdout}"
+        );
+        assert!(
+            read(&over) == read(&threads),
+            "{processes} processes against threads"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -8,7 +8,7 @@
 use std::ops::Range;
 
 use rayon::prelude::*;
-use tutti_group::Comm;
+use tutti_group::{Comm, CommError};
 
 use crate::basis::Basis;
 use crate::far::far_field;
@@ -42,6 +42,70 @@ pub(crate) struct RankOutput {
     pub m2l_chunks: usize,
     pub p2p_chunks: usize,
     pub exchanged_multipoles: usize,
+}
+
+/// Every rank's output, gathered on every rank: what a process of a group spanning
+/// processes needs to assemble the whole field. The fields travel as four f64 per body
+/// (potential, gradient), the counts as u64, both bit for bit.
+pub(crate) fn gather_outputs(
+    comm: &Comm<'_>,
+    mine: RankOutput,
+) -> Result<Vec<RankOutput>, FmmError> {
+    let counts = [
+        mine.bodies.start as u64,
+        mine.bodies.end as u64,
+        mine.m2l_chunks as u64,
+        mine.p2p_chunks as u64,
+        mine.exchanged_multipoles as u64,
+    ];
+    let flat: Vec<f64> = mine
+        .fields
+        .iter()
+        .flat_map(|f| [f.psi, f.grad[0], f.grad[1], f.grad[2]])
+        .collect();
+    let all_counts = comm.allgather(&counts)?;
+    let all_fields = comm.allgather(&flat)?;
+    let size = |value: u64| {
+        usize::try_from(value).map_err(|_| {
+            FmmError::Comm(CommError::Transport(format!(
+                "a rank sent a count of {value}"
+            )))
+        })
+    };
+    all_counts
+        .iter()
+        .zip(all_fields)
+        .map(|(counts, flat)| {
+            let [start, end, m2l, p2p, exchanged] = counts[..] else {
+                return Err(FmmError::Comm(CommError::Transport(format!(
+                    "a rank sent {} counts, not 5",
+                    counts.len()
+                ))));
+            };
+            let fields: Vec<Field> = flat
+                .chunks_exact(4)
+                .map(|f| Field {
+                    psi: f[0],
+                    grad: [f[1], f[2], f[3]],
+                })
+                .collect();
+            let bodies = size(start)?..size(end)?;
+            if fields.len() != bodies.len() {
+                return Err(FmmError::Comm(CommError::Transport(format!(
+                    "a rank sent {} fields for {} bodies",
+                    fields.len(),
+                    bodies.len()
+                ))));
+            }
+            Ok(RankOutput {
+                bodies,
+                fields,
+                m2l_chunks: size(m2l)?,
+                p2p_chunks: size(p2p)?,
+                exchanged_multipoles: size(exchanged)?,
+            })
+        })
+        .collect()
 }
 
 /// Runs rank `comm.rank()`'s share: collectives on the rank's thread, computation in the

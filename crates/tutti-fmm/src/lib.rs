@@ -64,4 +64,4 @@ mod tree;
 pub use direct::{direct, direct_sum, relative_l2, sampled_error, SampledError};
 pub use error::FmmError;
 pub use options::{FmmOptions, Precision, MAX_DEPTH, MAX_ORDER};
-pub use solve::{fmm, plan, FmmInfo, FmmOutput};
+pub use solve::{fmm, fmm_on, plan, FmmInfo, FmmOutput};

@@ -3,11 +3,11 @@
 
 use std::time::Instant;
 
-use tutti_group::Group;
+use tutti_group::{CommError, Group};
 use tutti_plan::{largest_chunk, Budget, Plan, Planner};
 
 use crate::basis::Basis;
-use crate::evaluate::{run_rank, RankOutput, Shared};
+use crate::evaluate::{gather_outputs, run_rank, RankOutput, Shared};
 use crate::memory::{plan_memory, Footprint};
 use crate::operators::LANES;
 use crate::options::{validate_bodies, FmmOptions, Precision};
@@ -98,6 +98,24 @@ pub fn fmm(
     options.validate()?;
     validate_bodies(positions, masses)?;
     let group = Group::from_resources(&options.resources, crate::GPU_USE)?;
+    fmm_on(&group, positions, masses, options)
+}
+
+/// [`fmm`] on a group made by the caller: the way to evaluate across processes, on a
+/// [`Group::spanning`] group whose other ranks are other MPI processes running the same
+/// program on the same bodies and options. Every process builds the same tree and
+/// partition, evaluates its own leaves, and then gathers every rank's fields, so every
+/// process returns the whole output, bitwise equal to that of a group of as many threads.
+/// `options.resources` still gives the memory caps the plan is checked against; the group
+/// gives the devices.
+pub fn fmm_on(
+    group: &Group,
+    positions: &[[f64; 3]],
+    masses: &[f64],
+    options: &FmmOptions,
+) -> Result<FmmOutput, FmmError> {
+    options.validate()?;
+    validate_bodies(positions, masses)?;
     let ranks = group.size();
     let n = positions.len();
     if n == 0 {
@@ -156,7 +174,15 @@ pub fn fmm(
         p2p_chunk,
     };
     let start = Instant::now();
-    let outputs: Vec<RankOutput> = group.run(|comm| run_rank(comm, &shared))?;
+    let outputs: Vec<RankOutput> = if group.is_spanning() {
+        // This process holds one rank: it gathers the others' fields to assemble the output.
+        let mut gathered = group.run(|comm| gather_outputs(comm, run_rank(comm, &shared)?))?;
+        gathered
+            .pop()
+            .ok_or_else(|| FmmError::Comm(CommError::Transport("no result of this rank".into())))?
+    } else {
+        group.run(|comm| run_rank(comm, &shared))?
+    };
     let evaluate_seconds = start.elapsed().as_secs_f64();
 
     let mut potential = vec![0.0; n];

@@ -4,7 +4,7 @@
 mod common;
 
 use tutti_backend::Resources;
-use tutti_fmm::{fmm, FmmError, FmmOptions, FmmOutput};
+use tutti_fmm::{fmm, fmm_on, FmmError, FmmOptions, FmmOutput};
 
 /// `fmm` on `devices` simulated devices.
 fn on(
@@ -52,6 +52,37 @@ fn one_to_four_devices_agree() {
         // The same operations in the same order: the same bits.
         assert_eq!(many.accel, one.accel, "G = {devices}");
         assert_eq!(many.potential, one.potential, "G = {devices}");
+    }
+}
+
+/// Processes (threads over the loopback wire, each with its own spanning group, as MPI
+/// processes would be) give bitwise the output of as many threads, on every process.
+#[test]
+fn processes_give_bitwise_the_output_of_threads() {
+    let (positions, masses) = common::plummer(3000, 21);
+    let options = FmmOptions::default();
+    for size in [2, 3] {
+        let threads = on(size, &positions, &masses, &options).expect("threads");
+        let processes = tutti_mpi::on_loopback_processes(size, |group| {
+            fmm_on(group, &positions, &masses, &options).expect("processes")
+        })
+        .expect("simulated devices");
+        for output in &processes {
+            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&output.potential), bits(&threads.potential), "{size}");
+            let flat = |a: &[[f64; 3]]| bits(&a.iter().flatten().copied().collect::<Vec<_>>());
+            assert_eq!(
+                flat(&output.accel),
+                flat(&threads.accel),
+                "{size} processes"
+            );
+            assert_eq!(output.info.ranks, size);
+            assert_eq!(output.info.leaves_per_rank, threads.info.leaves_per_rank);
+            assert_eq!(
+                output.info.exchanged_per_rank,
+                threads.info.exchanged_per_rank
+            );
+        }
     }
 }
 

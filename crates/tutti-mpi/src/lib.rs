@@ -60,5 +60,5 @@ mod wire;
 pub mod mpi;
 
 pub use fabric::SpanningFabric;
-pub use loopback::{loopback, LoopbackWire};
+pub use loopback::{loopback, on_loopback_processes, LoopbackWire, LOOPBACK_TIMEOUT};
 pub use wire::{Wire, WireError};

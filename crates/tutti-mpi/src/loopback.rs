@@ -3,9 +3,54 @@
 //! mismatches is tested without MPI.
 
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
+use std::sync::Arc;
 use std::time::Duration;
 
+use tutti_backend::{BackendError, Resources};
+use tutti_group::Group;
+
+use crate::fabric::SpanningFabric;
 use crate::wire::{Wire, WireError};
+
+/// How long a loopback receive waits in [`on_loopback_processes`] before failing: a hang
+/// becomes an error instead of hanging a test.
+pub const LOOPBACK_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Runs `work` on `size` threads standing in for processes: each gets its own
+/// [`Group::spanning`] group of one rank (on one simulated device) over a loopback wire, as
+/// each process of an MPI job would. Returns each "process"'s value in rank order. This is
+/// how code written for groups spanning processes is tested without MPI.
+///
+/// Errors: the simulated device could not be made. A panic in `work` propagates.
+pub fn on_loopback_processes<T, F>(size: usize, work: F) -> Result<Vec<T>, BackendError>
+where
+    T: Send,
+    F: Fn(&Group) -> T + Sync,
+{
+    let devices = (0..size)
+        .map(|_| Resources::cpu(1).select().map(|mut d| d.remove(0)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let work = &work;
+    Ok(std::thread::scope(|scope| {
+        let handles: Vec<_> = loopback(size, LOOPBACK_TIMEOUT)
+            .into_iter()
+            .zip(devices)
+            .map(|(wire, device)| {
+                scope.spawn(move || {
+                    let group = Group::spanning(Arc::new(SpanningFabric::new(wire)), device);
+                    work(&group)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|handle| match handle.join() {
+                Ok(value) => value,
+                Err(payload) => std::panic::resume_unwind(payload),
+            })
+            .collect()
+    }))
+}
 
 /// One rank's end of a loopback among `size` threads.
 pub struct LoopbackWire {
