@@ -58,11 +58,12 @@ pub mod summary;
 pub use basis::{AngularKind, Basis, BasisSet, Shell, ShellData};
 pub use error::{AdjointError, Result};
 pub use gradient::{
-    rhf_gradient, ElementGradient, GradientOptions, GradientTimings, RhfGradient, ShellGradient,
+    rhf_gradient, rhf_gradient_on, ElementGradient, GradientOptions, GradientTimings, RhfGradient,
+    ShellGradient,
 };
 pub use molecule::{Atom, Molecule};
 pub use plan::{plan, plan_gradient};
-pub use scf::{rhf, RhfResult, ScfOptions, Timings};
+pub use scf::{rhf, rhf_on, RhfResult, ScfOptions, Timings};
 #[doc(hidden)]
 pub use scf::{Fault, FaultPoint};
 pub use summary::EnergySummary;

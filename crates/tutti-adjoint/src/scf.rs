@@ -195,8 +195,26 @@ pub fn rhf(molecule: &Molecule, basis: &Basis, options: &ScfOptions) -> Result<R
     validate(options)?;
     occupied_orbitals(molecule)?;
     let group = Group::from_resources(&options.resources, crate::GPU_USE)?;
+    rhf_on(&group, molecule, basis, options)
+}
+
+/// [`rhf`] on a group made by the caller: the way to run the SCF across processes, on a
+/// [`Group::spanning`] group whose other ranks are other MPI processes running the same
+/// program on the same molecule, basis and options. The J/K builds are split among all
+/// ranks and reduced in rank order, and rank 0's density is broadcast each cycle, so every
+/// process returns the same result, that of a group of as many threads.
+/// `options.resources` still gives the memory caps the plan is checked against; the group
+/// gives the devices.
+pub fn rhf_on(
+    group: &Group,
+    molecule: &Molecule,
+    basis: &Basis,
+    options: &ScfOptions,
+) -> Result<RhfResult> {
+    validate(options)?;
+    occupied_orbitals(molecule)?;
     crate::plan::check(
-        &group,
+        group,
         &options.resources,
         crate::plan::scf_objects(basis, options, group.devices()),
     )?;

@@ -10,8 +10,8 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use tutti_adjoint::{
-    plan, plan_gradient, rhf, rhf_gradient, AdjointError, AngularKind, Basis, Fault, FaultPoint,
-    GradientOptions, Molecule, RhfGradient, ScfOptions,
+    plan, plan_gradient, rhf, rhf_gradient, rhf_gradient_on, rhf_on, AdjointError, AngularKind,
+    Basis, Fault, FaultPoint, GradientOptions, Molecule, RhfGradient, ScfOptions,
 };
 use tutti_backend::{BackendError, DeviceRequest, Resources};
 use tutti_group::GroupError;
@@ -78,6 +78,45 @@ fn energies_on_1_to_4_devices_equal_one_device() {
         assert_eq!(again.density, result.density);
     }
     println!("RHF energy, relative difference to one device by device count:{line}");
+}
+
+/// Processes (threads over the loopback wire, each with its own spanning group, as MPI
+/// processes would be) against as many threads: the same energy, density and gradient on
+/// every process, within the tolerances of the device-count tests (and bitwise where the
+/// arithmetic is the same, which this prints).
+#[test]
+fn processes_agree_with_threads() {
+    let (molecule, basis, _) = water();
+    for size in [2, 3] {
+        let threads = rhf(&molecule, &basis, &scf(size)).unwrap();
+        let gradient = rhf_gradient(&molecule, &basis, &gradient_options(size)).unwrap();
+        let over = tutti_mpi::on_loopback_processes(size, |group| {
+            let energy = rhf_on(group, &molecule, &basis, &scf(1)).unwrap();
+            let gradient = rhf_gradient_on(group, &molecule, &basis, &gradient_options(1)).unwrap();
+            (energy, gradient)
+        })
+        .unwrap();
+        for (rank, (energy, process_gradient)) in over.iter().enumerate() {
+            assert_eq!(energy.devices, size);
+            let relative = ((energy.energy - threads.energy) / threads.energy).abs();
+            assert!(relative <= 1e-12, "rank {rank} of {size}: {relative:e}");
+            let worst = values(process_gradient)
+                .iter()
+                .zip(values(&gradient))
+                .map(|(g, r)| (g - r).abs() / r.abs().max(1e-2))
+                .fold(0.0f64, f64::max);
+            assert!(worst <= 1e-10, "rank {rank} of {size}: gradient {worst:e}");
+            assert_eq!(
+                process_gradient.shells, over[0].1.shells,
+                "every process holds the same gradient"
+            );
+            println!(
+                "{size} processes, rank {rank}: energy bitwise {}, gradient bitwise {}",
+                energy.energy.to_bits() == threads.energy.to_bits(),
+                process_gradient.shells == gradient.shells
+            );
+        }
+    }
 }
 
 #[test]

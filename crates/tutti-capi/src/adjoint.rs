@@ -115,9 +115,10 @@ pub(crate) fn adjoint_error(error: AdjointError) -> Error {
         AdjointError::Io { .. } => TuttiStatus::TUTTI_ERROR_IO,
         AdjointError::Plan(_) => TuttiStatus::TUTTI_ERROR_OUT_OF_MEMORY,
         AdjointError::RankPanicked { .. } => TuttiStatus::TUTTI_ERROR_PANIC,
-        AdjointError::Comm(_) | AdjointError::RankStart { .. } | AdjointError::Group(_) => {
-            TuttiStatus::TUTTI_ERROR_DEVICE
-        }
+        AdjointError::Comm(_)
+        | AdjointError::RankStart { .. }
+        | AdjointError::RankFailed { .. }
+        | AdjointError::Group(_) => TuttiStatus::TUTTI_ERROR_DEVICE,
         // Bad molecules, basis sets, elements and options, and kinds added later (all input
         // errors so far).
         _ => TuttiStatus::TUTTI_ERROR_INVALID_ARGUMENT,

@@ -5,10 +5,11 @@ use std::time::Instant;
 
 use clap::{Args, Subcommand};
 use tutti_adjoint::{
-    plan, plan_gradient, rhf, rhf_gradient, AngularKind, Basis, BasisSet, EnergySummary,
+    plan, plan_gradient, rhf_gradient_on, rhf_on, AngularKind, Basis, BasisSet, EnergySummary,
     GradientOptions, Molecule, RhfGradient, ScfOptions,
 };
 
+use crate::processes::Processes;
 use crate::resources::DeviceArgs;
 
 /// Options of `tutti adjoint`.
@@ -86,10 +87,10 @@ struct GradientArgs {
     out: Option<String>,
 }
 
-pub fn run(args: &AdjointArgs) -> Result<(), String> {
+pub fn run(args: &AdjointArgs, processes: &Processes) -> Result<(), String> {
     match &args.command {
-        AdjointCommand::Energy(energy) => run_energy(energy),
-        AdjointCommand::Gradient(gradient) => run_gradient(gradient),
+        AdjointCommand::Energy(energy) => run_energy(energy, processes),
+        AdjointCommand::Gradient(gradient) => run_gradient(gradient, processes),
     }
 }
 
@@ -136,12 +137,13 @@ fn largest(
     best
 }
 
-fn run_gradient(args: &GradientArgs) -> Result<(), String> {
+fn run_gradient(args: &GradientArgs, processes: &Processes) -> Result<(), String> {
     let (molecule, basis_set, basis) = load_input(&args.molecule)?;
     let options = GradientOptions::default()
         .with_resources(args.devices.resources())
         .with_serial(args.serial);
     if args.plan {
+        processes.refuse_spanning("tutti adjoint gradient --plan")?;
         let plan = plan_gradient(&molecule, &basis, &options).map_err(|err| err.to_string())?;
         println!("{plan}");
         return Ok(());
@@ -149,7 +151,14 @@ fn run_gradient(args: &GradientArgs) -> Result<(), String> {
     let Some(out) = args.out.as_deref() else {
         return Err("`--out FILE` is needed unless `--plan` is given".into());
     };
-    let gradient = rhf_gradient(&molecule, &basis, &options).map_err(|err| err.to_string())?;
+    // Over MPI every process reads the inputs and takes its share of the shell pairs; every
+    // process holds the gradient, rank 0 writes and prints it.
+    let group = processes.group(&options.scf.resources, tutti_adjoint::GPU_USE)?;
+    let gradient =
+        rhf_gradient_on(&group, &molecule, &basis, &options).map_err(|err| err.to_string())?;
+    if !processes.prints() {
+        return Ok(());
+    }
     let json = gradient.to_json(&molecule, basis_set.name());
     if out == "-" {
         println!("{json}");
@@ -246,17 +255,22 @@ fn gradient_summary(
     text
 }
 
-fn run_energy(args: &EnergyArgs) -> Result<(), String> {
+fn run_energy(args: &EnergyArgs, processes: &Processes) -> Result<(), String> {
     let start = Instant::now();
     let (molecule, basis_set, basis) = load_input(&args.molecule)?;
     let input_seconds = start.elapsed().as_secs_f64();
     let options = ScfOptions::default().with_resources(args.devices.resources());
     if args.plan {
+        processes.refuse_spanning("tutti adjoint energy --plan")?;
         let plan = plan(&molecule, &basis, &options).map_err(|err| err.to_string())?;
         println!("{plan}");
         return Ok(());
     }
-    let result = rhf(&molecule, &basis, &options).map_err(|err| err.to_string())?;
+    let group = processes.group(&options.resources, tutti_adjoint::GPU_USE)?;
+    let result = rhf_on(&group, &molecule, &basis, &options).map_err(|err| err.to_string())?;
+    if !processes.prints() {
+        return Ok(());
+    }
     let summary = EnergySummary::new(&result, &basis, &molecule, basis_set.name(), input_seconds);
     if args.json {
         println!("{}", summary.to_json());
@@ -299,6 +313,11 @@ fn run_energy(args: &EnergyArgs) -> Result<(), String> {
 mod tests {
     use super::*;
 
+    /// A process on its own (no MPI).
+    fn alone() -> Processes {
+        Processes::start(tutti_mpi::launch::MpiMode::Off).expect("no MPI")
+    }
+
     fn molecule(xyz: &str, basis: &str) -> MoleculeArgs {
         MoleculeArgs {
             xyz: xyz.to_string(),
@@ -330,24 +349,27 @@ mod tests {
         let path = std::env::temp_dir().join(format!("tutti-cli-h2-{}.xyz", std::process::id()));
         std::fs::write(&path, "2\nH2\nH 0 0 0\nH 0 0 0.74\n").unwrap();
         let xyz = path.to_str().unwrap();
-        assert!(run_energy(&args(xyz, "sto-3g")).is_ok());
+        assert!(run_energy(&args(xyz, "sto-3g"), &alone()).is_ok());
         // --plan prints the plan and succeeds; a cap it cannot hold is refused with numbers.
         let mut planned = args(xyz, "sto-3g");
         planned.plan = true;
-        assert!(run_energy(&planned).is_ok());
+        assert!(run_energy(&planned, &alone()).is_ok());
         planned.devices.device_memory_mib = Some(1);
-        assert!(run_energy(&planned).is_ok(), "1 MiB holds H2/sto-3g");
+        assert!(
+            run_energy(&planned, &alone()).is_ok(),
+            "1 MiB holds H2/sto-3g"
+        );
         let mut zero = args(xyz, "sto-3g");
         zero.devices.devices = Some(0);
-        let message = run_energy(&zero).unwrap_err();
+        let message = run_energy(&zero, &alone()).unwrap_err();
         assert!(message.contains("zero devices"), "{message}");
-        let message = run_energy(&args(xyz, "no-such-basis")).unwrap_err();
+        let message = run_energy(&args(xyz, "no-such-basis"), &alone()).unwrap_err();
         assert!(
             message.contains("--basis") && message.contains("sto-3g"),
             "{message}"
         );
         std::fs::remove_file(&path).unwrap();
-        let message = run_energy(&args(xyz, "sto-3g")).unwrap_err();
+        let message = run_energy(&args(xyz, "sto-3g"), &alone()).unwrap_err();
         assert!(message.contains("--xyz"), "{message}");
     }
 
@@ -396,7 +418,7 @@ mod tests {
             basis.to_str().unwrap(),
             out.to_str().unwrap(),
         );
-        run_gradient(&args).expect("h2/sto-3g gradient");
+        run_gradient(&args, &alone()).expect("h2/sto-3g gradient");
         let json: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).expect("JSON");
         let energy = json["energy"].as_f64().expect("energy");
@@ -423,7 +445,7 @@ mod tests {
 
         // The summary names the largest component: here dE/dalpha of the most diffuse
         // primitive (0.0625 Eh bohr^2 on either atom).
-        let rhf = rhf_gradient(
+        let rhf = tutti_adjoint::rhf_gradient(
             &Molecule::from_xyz(H2_XYZ).unwrap(),
             &Basis::new(
                 &Molecule::from_xyz(H2_XYZ).unwrap(),
@@ -439,26 +461,31 @@ mod tests {
         assert_eq!((primitive, alpha), (2, 0.1688554));
         assert!((grad - H2_ATOM0_FD[2]).abs() < 1e-8, "{grad}");
 
-        let message = run_gradient(&gradient_args(
-            xyz.to_str().unwrap(),
-            "no-such-basis",
-            out.to_str().unwrap(),
-        ))
+        let message = run_gradient(
+            &gradient_args(
+                xyz.to_str().unwrap(),
+                "no-such-basis",
+                out.to_str().unwrap(),
+            ),
+            &alone(),
+        )
         .unwrap_err();
         assert!(message.contains("--basis"), "{message}");
-        let message = run_gradient(&gradient_args(
-            xyz.to_str().unwrap(),
-            "sto-3g",
-            dir.join("missing").join("grad.json").to_str().unwrap(),
-        ))
+        let message = run_gradient(
+            &gradient_args(
+                xyz.to_str().unwrap(),
+                "sto-3g",
+                dir.join("missing").join("grad.json").to_str().unwrap(),
+            ),
+            &alone(),
+        )
         .unwrap_err();
         assert!(message.contains("--out"), "{message}");
         std::fs::write(&xyz, "1\nH\nH 0 0 0\n").unwrap();
-        let message = run_gradient(&gradient_args(
-            xyz.to_str().unwrap(),
-            "sto-3g",
-            out.to_str().unwrap(),
-        ))
+        let message = run_gradient(
+            &gradient_args(xyz.to_str().unwrap(), "sto-3g", out.to_str().unwrap()),
+            &alone(),
+        )
         .unwrap_err();
         assert!(message.contains("even"), "{message}");
         std::fs::remove_dir_all(&dir).unwrap();

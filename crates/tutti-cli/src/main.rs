@@ -19,8 +19,8 @@ use clap::{Parser, Subcommand};
 #[command(name = "tutti", version, about)]
 struct Cli {
     /// Run as one process of an MPI job: `auto` when a launcher (mpirun, mpiexec, srun)
-    /// started several processes, `on` always, `off` never. Two subcommands run across
-    /// processes: `fit demo` and `fmm`; the other subcommands refuse to.
+    /// started several processes, `on` always, `off` never. `fit demo`, `fmm`, `sweep` and
+    /// `adjoint` run across processes; the others refuse to.
     #[arg(
         long,
         global = true,
@@ -60,8 +60,8 @@ fn main() -> ExitCode {
             Command::Devices(args) => alone("tutti devices").and_then(|()| devices::run(&args)),
             Command::Demo(args) => alone("tutti demo").and_then(|()| demo::run(&args)),
             Command::Fmm(args) => fmm::run(&args, &processes),
-            Command::Sweep(args) => alone("tutti sweep").and_then(|()| sweep::run(&args)),
-            Command::Adjoint(args) => alone("tutti adjoint").and_then(|()| adjoint::run(&args)),
+            Command::Sweep(args) => sweep::run(&args, &processes),
+            Command::Adjoint(args) => adjoint::run(&args, &processes),
             Command::Fit(args) => fit::run(&args, &processes),
             Command::Campaign(args) => {
                 alone("tutti campaign").and_then(|()| fit::run_campaign(&args))

@@ -6,9 +6,10 @@ use std::sync::Arc;
 
 use clap::Args;
 use tutti_sweep::{
-    plan, src, write_train, Complex64, Layer, NpyTrain, Pass, Scalar, SrcOptions, SweepProgress,
+    plan, src_on, write_train, Complex64, Layer, NpyTrain, Pass, Scalar, SrcOptions, SweepProgress,
 };
 
+use crate::processes::Processes;
 use crate::resources::DeviceArgs;
 
 /// Options of `tutti sweep`.
@@ -42,7 +43,7 @@ pub struct SweepArgs {
     devices: DeviceArgs,
 }
 
-pub fn run(args: &SweepArgs) -> Result<(), String> {
+pub fn run(args: &SweepArgs, processes: &Processes) -> Result<(), String> {
     let trains = args
         .trains
         .iter()
@@ -50,13 +51,17 @@ pub fn run(args: &SweepArgs) -> Result<(), String> {
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| e.to_string())?;
     if trains.iter().any(NpyTrain::is_complex) {
-        run_typed::<Complex64>(args, &trains)
+        run_typed::<Complex64>(args, &trains, processes)
     } else {
-        run_typed::<f64>(args, &trains)
+        run_typed::<f64>(args, &trains, processes)
     }
 }
 
-fn run_typed<T: Scalar>(args: &SweepArgs, trains: &[NpyTrain]) -> Result<(), String> {
+fn run_typed<T: Scalar>(
+    args: &SweepArgs,
+    trains: &[NpyTrain],
+    processes: &Processes,
+) -> Result<(), String> {
     let layers: Vec<&dyn Layer<T>> = trains.iter().map(|t| t as &dyn Layer<T>).collect();
     let options = SrcOptions::new(args.chi)
         .with_oversample(args.oversample)
@@ -64,6 +69,7 @@ fn run_typed<T: Scalar>(args: &SweepArgs, trains: &[NpyTrain]) -> Result<(), Str
         .with_seed(args.seed)
         .with_resources(args.devices.resources());
     if args.plan {
+        processes.refuse_spanning("tutti sweep --plan")?;
         let plan = plan(&layers, &options).map_err(|e| e.to_string())?;
         println!("{plan}");
         return Ok(());
@@ -85,7 +91,13 @@ fn run_typed<T: Scalar>(args: &SweepArgs, trains: &[NpyTrain]) -> Result<(), Str
         let _ = std::io::stderr().flush();
     });
     let options = options.with_progress(progress);
-    let outcome = src(&layers, &options);
+    // Over MPI every process reads the trains and sweeps its block of sketch columns; rank
+    // 0 (the only one that reports progress) writes the result and prints.
+    let group = processes.group(&options.resources, tutti_sweep::GPU_USE)?;
+    let outcome = src_on(&group, &layers, &options);
+    if !processes.prints() {
+        return outcome.map(|_| ()).map_err(|e| e.to_string());
+    }
     eprintln!();
     let (train, info) = outcome.map_err(|e| e.to_string())?;
     write_train(&train, out).map_err(|e| e.to_string())?;
@@ -122,6 +134,11 @@ mod tests {
     use tutti_sweep::{read_train, right_orthonormality_error, TensorTrain, TrainKind};
 
     use super::*;
+
+    /// A process on its own (no MPI).
+    fn alone() -> Processes {
+        Processes::start(tutti_mpi::launch::MpiMode::Off).expect("no MPI")
+    }
 
     #[derive(Parser)]
     struct Wrapper {
@@ -176,13 +193,13 @@ mod tests {
             "--out",
             out.to_str().unwrap(),
         ];
-        run(&Wrapper::parse_from(argv).args).unwrap();
+        run(&Wrapper::parse_from(argv).args, &alone()).unwrap();
         let written: TensorTrain<f64> = read_train(&out).unwrap();
         // The library on one device: two agree with it to rounding.
         let options = SrcOptions::new(5)
             .with_seed(3)
             .with_resources(tutti_backend::Resources::cpu(1));
-        let (expected, _) = src(&[&h as &dyn Layer<f64>, &psi], &options).unwrap();
+        let (expected, _) = tutti_sweep::src(&[&h as &dyn Layer<f64>, &psi], &options).unwrap();
         assert!(written.bonds().iter().all(|&b| b <= 5));
         assert!(right_orthonormality_error(&written) < 1e-12);
         assert!(tutti_sweep::distance(&written, &expected).unwrap() < 1e-12);
@@ -198,7 +215,7 @@ mod tests {
             "--out",
             bad_dir.to_str().unwrap(),
         ];
-        let err = run(&Wrapper::parse_from(argv).args).unwrap_err();
+        let err = run(&Wrapper::parse_from(argv).args, &alone()).unwrap_err();
         assert!(err.contains("number, not a train"), "{err}");
 
         // --plan: the table, nothing written, exit 0; a cap too small: refused with the
@@ -230,9 +247,9 @@ mod tests {
             }
             argv
         };
-        run(&Wrapper::parse_from(plan_argv(None)).args).unwrap();
+        run(&Wrapper::parse_from(plan_argv(None)).args, &alone()).unwrap();
         assert!(!planned.exists(), "--plan writes nothing");
-        let err = run(&Wrapper::parse_from(plan_argv(Some("1"))).args).unwrap_err();
+        let err = run(&Wrapper::parse_from(plan_argv(Some("1"))).args, &alone()).unwrap_err();
         assert!(
             err.contains("memory plan") && err.contains("needs") && err.contains("free"),
             "{err}"
@@ -240,7 +257,7 @@ mod tests {
         // The same refusal without --plan, before any work.
         let mut argv = plan_argv(Some("1"));
         argv.retain(|a| a != "--plan");
-        let err = run(&Wrapper::parse_from(argv).args).unwrap_err();
+        let err = run(&Wrapper::parse_from(argv).args, &alone()).unwrap_err();
         assert!(err.contains("memory plan"), "{err}");
         assert!(!planned.exists());
         std::fs::remove_dir_all(&dir).unwrap();

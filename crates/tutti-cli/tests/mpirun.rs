@@ -8,7 +8,7 @@ mod common;
 
 use std::process::{Command, Output};
 
-use common::{lcg, scratch, text, write_npy};
+use common::{lcg, scratch, text, write_npy, write_train};
 use serde_json::Value;
 use tutti_mpi::launch::OPEN_MPI_CONTAINER_ENV;
 
@@ -160,6 +160,129 @@ fn fmm_over_processes_writes_bitwise_the_files_of_threads() {
             "{processes} processes against threads"
         );
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn sweep_over_processes_agrees_with_threads() {
+    if !have_mpirun() {
+        return;
+    }
+    let dir = scratch("mpirun-sweep");
+    let (h, psi) = (dir.join("h"), dir.join("psi"));
+    write_train(&h, 6, 3, true, 3);
+    write_train(&psi, 6, 4, false, 4);
+    let command = [
+        "sweep",
+        "--train",
+        text(&h),
+        "--train",
+        text(&psi),
+        "--chi",
+        "7",
+        "--seed",
+        "7",
+        "--kind",
+        "cpu",
+    ];
+    let threads = dir.join("threads");
+    let on_threads = alone(&[&command[..], &["-d", "2", "--out", text(&threads)]].concat());
+    assert!(on_threads.status.success(), "{on_threads:?}");
+    let over = dir.join("processes");
+    let over_mpi = mpirun(
+        2,
+        &[&command[..], &["-d", "1", "--out", text(&over)]].concat(),
+    );
+    assert!(
+        over_mpi.status.success(),
+        "mpirun -n 2 tutti sweep: {}",
+        String::from_utf8_lossy(&over_mpi.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&over_mpi.stdout);
+    assert_eq!(
+        stdout.matches("sweep: 2 trains").count(),
+        1,
+        "rank 0 alone prints:\n{stdout}"
+    );
+    assert!(stdout.contains("2 device(s)"), "{stdout}");
+    let reference = tutti_sweep::read_train::<f64>(&threads).expect("the threads' train");
+    let result = tutti_sweep::read_train::<f64>(&over).expect("the processes' train");
+    assert_eq!(result.bonds(), reference.bonds());
+    // The documented agreement of the sweep across device counts (same ranks here).
+    let gap = tutti_sweep::distance(&result, &reference).expect("distance")
+        / tutti_sweep::norm(&reference);
+    assert!(gap <= 1e-10, "relative distance {gap:e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Every number of `got` within `relative` of `reference` (relative to max(|r|, 1e-2), as
+/// the gradient's device-count tests), the rest equal; `timings` are skipped.
+fn agree(got: &Value, reference: &Value, relative: f64, at: &str) {
+    match (got, reference) {
+        (Value::Number(g), Value::Number(r)) => {
+            let (g, r) = (g.as_f64().expect("a number"), r.as_f64().expect("a number"));
+            let gap = (g - r).abs() / r.abs().max(1e-2);
+            assert!(gap <= relative, "{at}: {g} against {r} ({gap:e})");
+        }
+        (Value::Array(g), Value::Array(r)) => {
+            assert_eq!(g.len(), r.len(), "{at}: lengths");
+            for (index, (g, r)) in g.iter().zip(r).enumerate() {
+                agree(g, r, relative, &format!("{at}[{index}]"));
+            }
+        }
+        (Value::Object(g), Value::Object(r)) => {
+            for (key, r) in r.iter().filter(|(key, _)| *key != "timings") {
+                let g = g.get(key).unwrap_or_else(|| panic!("{at}.{key} missing"));
+                agree(g, r, relative, &format!("{at}.{key}"));
+            }
+        }
+        (g, r) => assert_eq!(g, r, "{at}"),
+    }
+}
+
+#[test]
+fn adjoint_gradient_over_processes_agrees_with_threads() {
+    if !have_mpirun() {
+        return;
+    }
+    let dir = scratch("mpirun-adjoint");
+    let xyz = dir.join("water.xyz");
+    std::fs::write(
+        &xyz,
+        "3\nwater\nO 0.0 0.0 0.1173\nH 0.0 0.7572 -0.4692\nH 0.0 -0.7572 -0.4692\n",
+    )
+    .expect("the xyz file");
+    let command = [
+        "adjoint",
+        "gradient",
+        "--xyz",
+        text(&xyz),
+        "--basis",
+        "6-31g",
+        "--kind",
+        "cpu",
+        "--out",
+        "-",
+    ];
+    let document = |output: &Output| -> Value {
+        let text = String::from_utf8_lossy(&output.stdout);
+        serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("not one JSON document ({e}):\n{text}"))
+    };
+    let on_threads = alone(&[&command[..], &["-d", "2"]].concat());
+    assert!(on_threads.status.success(), "{on_threads:?}");
+    let over_mpi = mpirun(2, &[&command[..], &["-d", "1"]].concat());
+    assert!(
+        over_mpi.status.success(),
+        "mpirun -n 2 tutti adjoint gradient: {}",
+        String::from_utf8_lossy(&over_mpi.stderr)
+    );
+    // Rank 0 alone prints: the standard output is one JSON document.
+    let (got, reference) = (document(&over_mpi), document(&on_threads));
+    assert_eq!(got["devices"], Value::from(2));
+    // The tolerances of the device-count tests: the split of the J/K and gradient sums.
+    agree(&got["energy"], &reference["energy"], 1e-12, "energy");
+    agree(&got, &reference, 1e-10, "gradient");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

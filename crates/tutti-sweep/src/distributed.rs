@@ -20,7 +20,7 @@ use crate::sketch::{block, sketch_block};
 use crate::src::{Pass, ProgressFn, SweepProgress};
 use crate::stack::{Stack, StackReader};
 use crate::tensor::{contract_strided, Axis, Buffers, Tensor};
-use crate::train::{Core, TensorTrain};
+use crate::train::{Core, CoreShape, TensorTrain, TrainKind};
 use crate::{Scalar, SweepError};
 
 /// What one sweep needs besides the layers.
@@ -347,4 +347,72 @@ fn in_pool<R: Send>(
     work: impl FnOnce() -> Result<R, SweepError> + Send,
 ) -> Result<R, SweepError> {
     pool.install(work)
+}
+
+/// Rank 0's result train, given to every rank: what a process of a group spanning
+/// processes needs to return the result (in one process only rank 0's is read). Two
+/// broadcasts: the kind and shapes as u64 (4 per core), then every core's entries.
+pub(crate) fn share_train<T: Scalar>(
+    comm: &Comm<'_>,
+    train: Option<TensorTrain<T>>,
+) -> Result<TensorTrain<T>, SweepError> {
+    let (mut shapes, mut entries) = match &train {
+        Some(train) if comm.rank() == 0 => {
+            let mut shapes = vec![u64::from(train.kind() == TrainKind::Mpo)];
+            for core in train.cores() {
+                let s = core.shape;
+                shapes.extend([s.left, s.d_out, s.d_in, s.right].map(|n| n as u64));
+            }
+            let entries: Vec<T> = train
+                .cores()
+                .iter()
+                .flat_map(|c| c.data.iter().copied())
+                .collect();
+            (shapes, entries)
+        }
+        _ => (Vec::new(), Vec::new()),
+    };
+    comm.broadcast(0, &mut shapes)?;
+    comm.broadcast(0, &mut entries)?;
+    if comm.rank() == 0 {
+        if let Some(train) = train {
+            return Ok(train);
+        }
+    }
+    let bad = |detail: String| SweepError::InvalidStack {
+        detail: format!("the result train broadcast by rank 0 is malformed: {detail}"),
+    };
+    let kind = match shapes.first() {
+        Some(0) => TrainKind::Mps,
+        Some(1) => TrainKind::Mpo,
+        other => return Err(bad(format!("kind {other:?}"))),
+    };
+    let mut cores = Vec::with_capacity(shapes.len() / 4);
+    let mut rest = entries.as_slice();
+    for dims in shapes[1..].chunks(4) {
+        let &[left, d_out, d_in, right] = dims else {
+            return Err(bad(format!("{} shape words", shapes.len())));
+        };
+        let dim = |n: u64| usize::try_from(n).map_err(|_| bad(format!("a dimension {n}")));
+        let shape = CoreShape {
+            left: dim(left)?,
+            d_out: dim(d_out)?,
+            d_in: dim(d_in)?,
+            right: dim(right)?,
+        };
+        let len = shape.len();
+        if len > rest.len() {
+            return Err(bad(format!("{} entries for a core of {len}", rest.len())));
+        }
+        let (data, tail) = rest.split_at(len);
+        rest = tail;
+        cores.push(Core {
+            shape,
+            data: data.to_vec(),
+        });
+    }
+    if !rest.is_empty() {
+        return Err(bad(format!("{} entries left over", rest.len())));
+    }
+    TensorTrain::new(kind, cores)
 }

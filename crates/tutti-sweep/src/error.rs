@@ -159,6 +159,15 @@ pub enum SweepError {
         /// The panic message.
         message: String,
     },
+    /// A rank in another process of a group spanning processes (MPI) failed; its error
+    /// crossed as text.
+    #[error("rank {rank} failed: {message}")]
+    RankFailed {
+        /// The rank that failed first.
+        rank: usize,
+        /// Its error's text.
+        message: String,
+    },
     /// A rank's thread could not be started.
     #[error("rank {rank} could not start: {message}")]
     RankStart {
@@ -191,6 +200,7 @@ impl From<RunError<SweepError>> for SweepError {
         match error {
             RunError::Failed { error, .. } => error,
             RunError::Panicked { rank, message } => Self::RankPanicked { rank, message },
+            RunError::Remote { rank, message } => Self::RankFailed { rank, message },
             other => Self::RankStart {
                 rank: other.rank(),
                 message: other.to_string(),

@@ -66,6 +66,8 @@ pub use layer::{load, CoreStream, Layer};
 pub use models::heisenberg_xxz;
 pub use npy_io::{read_train, write_train, FileDtype, NpyTrain};
 pub use scalar::Scalar;
-pub use src::{apply, compress, plan, src, Pass, ProgressFn, SrcInfo, SrcOptions, SweepProgress};
+pub use src::{
+    apply, compress, plan, src, src_on, Pass, ProgressFn, SrcInfo, SrcOptions, SweepProgress,
+};
 pub use train::{Core, CoreShape, TensorTrain, TrainKind};
 pub use tutti_backend::Complex64;

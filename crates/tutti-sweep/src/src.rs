@@ -8,7 +8,7 @@ use tutti_backend::{Device, Resources};
 use tutti_group::Group;
 use tutti_plan::{Budget, Plan, Planner, Tier};
 
-use crate::distributed::{sweep_rank, SweepJob};
+use crate::distributed::{share_train, sweep_rank, SweepJob};
 use crate::exact::{check_chi_cutoff, compress_exact, right_canonicalize, truncate_left_to_right};
 use crate::layer::Layer;
 use crate::stack::Stack;
@@ -187,9 +187,25 @@ pub fn src<T: Scalar>(
     layers: &[&dyn Layer<T>],
     options: &SrcOptions,
 ) -> Result<(TensorTrain<T>, SrcInfo), SweepError> {
+    checked_stack(layers, options)?;
+    let group = Group::from_resources(&options.resources, crate::GPU_USE)?;
+    src_on(&group, layers, options)
+}
+
+/// [`src`] on a group made by the caller: the way to sweep across processes, on a
+/// [`Group::spanning`] group whose other ranks are other MPI processes running the same
+/// program on the same layers and options. Every process reads the layers itself and
+/// computes its block of sketch columns; rank 0's result train is then broadcast, so every
+/// process returns it, equal to the result of a group of as many threads (the same ranks
+/// do the same arithmetic). `options.resources` still gives the memory caps the plan is
+/// checked against; the group gives the devices.
+pub fn src_on<T: Scalar>(
+    group: &Group,
+    layers: &[&dyn Layer<T>],
+    options: &SrcOptions,
+) -> Result<(TensorTrain<T>, SrcInfo), SweepError> {
     let started = Instant::now();
     let (stack, width) = checked_stack(layers, options)?;
-    let group = Group::from_resources(&options.resources, crate::GPU_USE)?;
     let devices = group.size();
     let plan = plan_on(&stack, layers, width, group.devices(), &options.resources)?;
     log::debug!("tutti-sweep: memory plan\n{plan}");
@@ -217,7 +233,13 @@ pub fn src<T: Scalar>(
         seed: options.seed,
         progress: options.progress.as_ref(),
     };
-    let results = group.run(|comm| sweep_rank(comm, layers, &job))?;
+    // A process of a group spanning processes holds one rank: rank 0 shares its train, so
+    // that every process returns the result.
+    let results = if group.is_spanning() {
+        group.run(|comm| share_train(comm, sweep_rank(comm, layers, &job)?).map(Some))?
+    } else {
+        group.run(|comm| sweep_rank(comm, layers, &job))?
+    };
     let train = results
         .into_iter()
         .next()

@@ -176,8 +176,24 @@ pub fn rhf_gradient(
     validate(&options.scf)?;
     occupied_orbitals(molecule)?;
     let group = Group::from_resources(&options.scf.resources, crate::GPU_USE)?;
+    rhf_gradient_on(&group, molecule, basis, options)
+}
+
+/// [`rhf_gradient`] on a group made by the caller: the way to run it across processes, on a
+/// [`Group::spanning`] group whose other ranks are other MPI processes running the same
+/// program on the same inputs. The shell-pair tasks are split among all ranks and summed in
+/// rank order, so every process returns the same gradient, that of a group of as many
+/// threads. `options.scf.resources` still gives the memory caps; the group the devices.
+pub fn rhf_gradient_on(
+    group: &Group,
+    molecule: &Molecule,
+    basis: &Basis,
+    options: &GradientOptions,
+) -> Result<RhfGradient> {
+    validate(&options.scf)?;
+    occupied_orbitals(molecule)?;
     crate::plan::check(
-        &group,
+        group,
         &options.scf.resources,
         crate::plan::gradient_objects(basis, options, group.devices()),
     )?;

@@ -5,7 +5,8 @@ use crate::common::{random_train, same_bits};
 use tutti_backend::{BackendError, DeviceRequest, KindRequest, Resources};
 use tutti_group::GroupError;
 use tutti_sweep::{
-    distance, norm, src, Complex64, Layer, Scalar, SrcOptions, SweepError, TensorTrain, TrainKind,
+    distance, norm, src, src_on, Complex64, Layer, Scalar, SrcOptions, SweepError, TensorTrain,
+    TrainKind,
 };
 
 fn stack<T: Scalar>() -> (TensorTrain<T>, TensorTrain<T>, TensorTrain<T>) {
@@ -62,6 +63,46 @@ fn devices_agree_real() {
 #[test]
 fn devices_agree_complex() {
     agree::<Complex64>();
+}
+
+/// Processes (threads over the loopback wire, each with its own spanning group, as MPI
+/// processes would be) return rank 0's train on every process, equal to the threads' result
+/// to rounding, with the same bonds.
+#[test]
+fn processes_agree_with_threads() {
+    let (a, b, psi) = stack::<f64>();
+    let layers: [&dyn Layer<f64>; 3] = [&a, &b, &psi];
+    let options = SrcOptions::new(5).with_seed(9).with_oversample(2);
+    for size in [2, 3] {
+        let threads = src(
+            &layers,
+            &options.clone().with_resources(Resources::cpu(size)),
+        )
+        .unwrap()
+        .0;
+        let scale = norm(&threads);
+        let processes = tutti_mpi::on_loopback_processes(size, |group| {
+            src_on(group, &layers, &options).expect("the sweep over processes")
+        })
+        .expect("simulated devices");
+        for (rank, (train, info)) in processes.iter().enumerate() {
+            assert_eq!(info.devices, size);
+            assert_eq!(train.bonds(), threads.bonds(), "rank {rank} of {size}");
+            let gap = distance(train, &threads).unwrap() / scale;
+            assert!(
+                gap < 1e-10,
+                "rank {rank} of {size}: relative distance {gap:e}"
+            );
+            assert!(
+                same_bits(train, &processes[0].0),
+                "every process holds rank 0's train"
+            );
+            println!(
+                "{size} processes, rank {rank}: bitwise equal to threads: {}",
+                same_bits(train, &threads)
+            );
+        }
+    }
 }
 
 #[test]
