@@ -211,16 +211,18 @@ pub fn rhf_on(
     basis: &Basis,
     options: &ScfOptions,
 ) -> Result<RhfResult> {
-    validate(options)?;
-    occupied_orbitals(molecule)?;
-    crate::plan::check(
-        group,
-        &options.resources,
-        crate::plan::scf_objects(basis, options, group.devices()),
-    )?;
+    // A failure before the run releases the other processes of a spanning group.
+    group.before_run(validate(options).and_then(|()| {
+        occupied_orbitals(molecule)?;
+        crate::plan::check(
+            group,
+            &options.resources,
+            crate::plan::scf_objects(basis, options, group.devices()),
+        )
+    }))?;
     let start = Instant::now();
     let engine = EriEngine::new(basis);
-    let setup = Setup::new(molecule, basis, options, &engine, start)?;
+    let setup = group.before_run(Setup::new(molecule, basis, options, &engine, start))?;
     let results = group.run(|comm| scf_rank(comm, &setup, options))?;
     first_rank(results)
 }

@@ -457,13 +457,15 @@ pub fn fit_on<E: Experiment>(
     initial: &[f64],
     options: &FitOptions,
 ) -> Result<FitReport, FitError> {
-    check_start(experiments, initial)?;
-    plan_on(
-        group.devices(),
-        experiments,
-        initial.len(),
-        &options.resources,
-    )?;
+    // A failure before the run releases the other processes of a spanning group.
+    group.before_run(check_start(experiments, initial).and_then(|()| {
+        plan_on(
+            group.devices(),
+            experiments,
+            initial.len(),
+            &options.resources,
+        )
+    }))?;
     let reports = group.run(|comm| solve(comm, experiments, initial, options))?;
     reports
         .into_iter()

@@ -114,8 +114,13 @@ pub fn fmm_on(
     masses: &[f64],
     options: &FmmOptions,
 ) -> Result<FmmOutput, FmmError> {
-    options.validate()?;
-    validate_bodies(positions, masses)?;
+    // Every fallible step before the run goes through `before_run`, so that a failure here
+    // releases the other processes of a spanning group from the run's first round.
+    group.before_run(
+        options
+            .validate()
+            .and_then(|()| validate_bodies(positions, masses)),
+    )?;
     let ranks = group.size();
     let n = positions.len();
     if n == 0 {
@@ -146,7 +151,9 @@ pub fn fmm_on(
         basis: &basis,
         partition: &partition,
     };
-    let working_memory = plan_memory(&footprint, group.devices(), options)?.working_memory;
+    let working_memory = group
+        .before_run(plan_memory(&footprint, group.devices(), options))?
+        .working_memory;
     let derivative_bytes = match options.far_field {
         Precision::F32 => 4,
         _ => 8,
@@ -157,10 +164,12 @@ pub fn fmm_on(
         .sum();
     let (m2l_chunk, p2p_chunk) = match options.chunk_items {
         Some(items) => (items, items),
-        None => (
-            largest_chunk(m2l_slots.max(1), derivative_bytes, 0, working_memory)?.size,
-            largest_chunk(usize::MAX, P2P_BYTES_PER_SOURCE, 0, working_memory)?.size,
-        ),
+        None => group.before_run(
+            largest_chunk(m2l_slots.max(1), derivative_bytes, 0, working_memory).and_then(|m2l| {
+                largest_chunk(usize::MAX, P2P_BYTES_PER_SOURCE, 0, working_memory)
+                    .map(|p2p| (m2l.size, p2p.size))
+            }),
+        )?,
     };
 
     let shared = Shared {

@@ -86,6 +86,34 @@ fn processes_give_bitwise_the_output_of_threads() {
     }
 }
 
+/// A process whose input is bad (a NaN mass on one process only) fails before its run; the
+/// others, already in the run, return its error's text instead of waiting for it.
+#[test]
+fn a_bad_input_on_one_process_fails_every_process() {
+    let (positions, masses) = common::plummer(500, 3);
+    let options = FmmOptions::default();
+    let outcomes = tutti_mpi::on_loopback_processes(3, |group| {
+        let mut masses = masses.clone();
+        if group.local_ranks().start == 2 {
+            masses[7] = f64::NAN;
+        }
+        fmm_on(group, &positions, &masses, &options).map(|_| ())
+    })
+    .expect("simulated devices");
+    assert!(
+        matches!(&outcomes[2], Err(FmmError::NonFinite { .. })),
+        "{:?}",
+        outcomes[2]
+    );
+    let own = outcomes[2].as_ref().unwrap_err().to_string();
+    for outcome in &outcomes[..2] {
+        match outcome {
+            Err(FmmError::RankFailed { rank: 2, message }) => assert_eq!(*message, own),
+            other => panic!("expected rank 2's error, got {other:?}"),
+        }
+    }
+}
+
 #[test]
 fn more_devices_than_leaves() {
     let positions = vec![[0.0, 0.0, 0.0], [1.0, 0.5, 0.25]];

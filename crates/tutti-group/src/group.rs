@@ -105,6 +105,24 @@ impl Group {
         &self.devices
     }
 
+    /// Passes `result` through, first telling the other processes of a spanning group when
+    /// it is an error: a call that fails in this process before its [`Group::run`] (a bad
+    /// argument, a plan that does not fit) joins the run's first round as failed, so the
+    /// other processes, waiting in that round, return [`RunError::Remote`] with this error's
+    /// text instead of waiting forever. In one process this does nothing.
+    ///
+    /// Wrap every fallible step a computation takes before its run with this, in
+    /// computations meant for spanning groups: inputs that differ between processes can
+    /// make one process fail where the others do not.
+    pub fn before_run<T, E: fmt::Display>(&self, result: Result<T, E>) -> Result<T, E> {
+        if let (Err(error), Some(fabric)) = (&result, &self.fabric) {
+            if let Ok(transport) = fabric.open() {
+                transport.abort_with(&error.to_string());
+            }
+        }
+        result
+    }
+
     /// Runs `work` on every rank and returns the results in rank order.
     ///
     /// When a rank's closure returns an error or panics, the group is aborted: every rank

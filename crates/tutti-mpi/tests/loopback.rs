@@ -207,3 +207,30 @@ fn a_vanished_process_breaks_the_fabric_with_a_transport_error() {
     let again = fabric.open().err().expect("a broken fabric refuses runs");
     assert!(again.to_string().contains("unusable"), "{again}");
 }
+
+#[test]
+fn a_failure_before_the_run_releases_the_processes_in_it() {
+    let outcomes: Vec<Result<(), String>> = processes(3, |group, _| {
+        let rank = group.local_ranks().start;
+        let prepared: Result<(), String> = if rank == 1 {
+            Err("bad input on this process".into())
+        } else {
+            Ok(())
+        };
+        match group.before_run(prepared) {
+            Err(own) => Err(format!("own: {own}")),
+            Ok(()) => match group.run(|comm| comm.barrier()) {
+                Err(RunError::Remote { rank, message }) => Err(format!("remote {rank}: {message}")),
+                other => Err(format!("unexpected: {other:?}")),
+            },
+        }
+    });
+    assert_eq!(
+        outcomes,
+        vec![
+            Err("remote 1: bad input on this process".to_string()),
+            Err("own: bad input on this process".to_string()),
+            Err("remote 1: bad input on this process".to_string()),
+        ]
+    );
+}

@@ -205,9 +205,16 @@ pub fn src_on<T: Scalar>(
     options: &SrcOptions,
 ) -> Result<(TensorTrain<T>, SrcInfo), SweepError> {
     let started = Instant::now();
-    let (stack, width) = checked_stack(layers, options)?;
+    // A failure before the run releases the other processes of a spanning group.
+    let (stack, width) = group.before_run(checked_stack(layers, options))?;
     let devices = group.size();
-    let plan = plan_on(&stack, layers, width, group.devices(), &options.resources)?;
+    let plan = group.before_run(plan_on(
+        &stack,
+        layers,
+        width,
+        group.devices(),
+        &options.resources,
+    ))?;
     log::debug!("tutti-sweep: memory plan\n{plan}");
     if stack.sites == 2 {
         if !SHORT_TRAIN_NOTED.swap(true, Ordering::Relaxed) {

@@ -190,18 +190,20 @@ pub fn rhf_gradient_on(
     basis: &Basis,
     options: &GradientOptions,
 ) -> Result<RhfGradient> {
-    validate(&options.scf)?;
-    occupied_orbitals(molecule)?;
-    crate::plan::check(
-        group,
-        &options.scf.resources,
-        crate::plan::gradient_objects(basis, options, group.devices()),
-    )?;
+    // A failure before the run releases the other processes of a spanning group.
+    group.before_run(validate(&options.scf).and_then(|()| {
+        occupied_orbitals(molecule)?;
+        crate::plan::check(
+            group,
+            &options.scf.resources,
+            crate::plan::gradient_objects(basis, options, group.devices()),
+        )
+    }))?;
     let start = Instant::now();
     let (derivative_sets, first_primitive) = derivative_sets(basis);
     // One engine for both: its basis pairs serve the SCF, its extra sets the gradient.
     let engine = EriEngine::with_sets(basis, derivative_sets);
-    let setup = Setup::new(molecule, basis, &options.scf, &engine, start)?;
+    let setup = group.before_run(Setup::new(molecule, basis, &options.scf, &engine, start))?;
     let shared = Shared {
         molecule,
         engine: &engine,
