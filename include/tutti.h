@@ -90,6 +90,11 @@ enum TuttiStatus
      * (e.g. an SCF); the message gives the last changes and the targets.
      */
     TUTTI_ERROR_NOT_CONVERGED = -9,
+    /**
+     * Another process of the MPI job (a `TuttiWorld`) failed; the message names its rank
+     * and gives its error's text. Every other process of the call returns this.
+     */
+    TUTTI_ERROR_REMOTE = -10,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -188,6 +193,20 @@ typedef int32_t TuttiDtype;
 typedef struct TuttiTrain TuttiTrain;
 
 /**
+ * The processes of an MPI communicator, as tutti uses them; opaque to C.
+ *
+ * Made by `tutti_world_from_fcomm`, released by `tutti_world_free` (both collective over the
+ * communicator). tutti talks on a private duplicate of the communicator, so its messages
+ * never match the host program's, and MPI stays the host's to finalise. Name it in a
+ * workload call's `options->resources.world` to split the call among the processes: every
+ * process makes the same call with the same arguments, each runs one rank on one device
+ * (leave `devices` at `TUTTI_ALL_DEVICES` or 1), and every process gets the result. When
+ * one process fails, every other returns `TUTTI_ERROR_REMOTE` with its rank and message;
+ * the communicator stays usable.
+ */
+typedef struct TuttiWorld TuttiWorld;
+
+/**
  * Which devices a computation may use, and how much memory and scratch space.
  *
  * Start from `tutti_resources_default` (or a workload's `tutti_*_options_default`, which
@@ -231,6 +250,13 @@ typedef struct TuttiResources {
      * Write at most this many bytes of scratch files; 0 = no limit beyond the free space.
      */
     uint64_t scratch_limit_bytes;
+    /**
+     * NULL (the default): the call runs in this process alone. Or a world from
+     * `tutti_world_from_fcomm`: the call is split among its MPI processes, which all make
+     * the same call with the same arguments; each runs one rank on one device, and each gets
+     * the result. Read during the call only.
+     */
+    const struct TuttiWorld *world;
 } TuttiResources;
 
 /**
@@ -1148,6 +1174,52 @@ int tutti_train_distance(const struct TuttiTrain *a,
  * Each pointer is NULL or valid for writing an `int`.
  */
 int tutti_version(int *major, int *minor, int *patch);
+
+/**
+ * Adopts the MPI communicator whose Fortran handle is `fcomm` and writes a new world to
+ * `*world_out`. Collective over the communicator: every process calls it. MPI must be
+ * initialised (by the host program, which also finalises it). In C,
+ * `tutti_world_from_fcomm(MPI_Comm_c2f(MPI_COMM_WORLD), &world)`, or the inline
+ * `tutti_world_from_comm` of `tutti_mpi.h`; in Fortran pass `comm%MPI_VAL` (or an
+ * `integer` communicator); from mpi4py, `comm.py2f()`.
+ *
+ * Errors: `TUTTI_ERROR_NULL_POINTER` for `world_out`; `TUTTI_ERROR_UNSUPPORTED` in a
+ * library built without MPI; `TUTTI_ERROR_DEVICE` when MPI is not initialised or refuses
+ * the communicator (MPI's own message).
+ *
+ * # Safety
+ * `world_out` is NULL or valid for one write.
+ */
+int tutti_world_from_fcomm(int32_t fcomm, struct TuttiWorld **world_out);
+
+/**
+ * This process's place in `world`: its rank and the process count, and its rank and the
+ * count among the processes on its node. Any output pointer may be NULL (not written).
+ *
+ * Errors: `TUTTI_ERROR_NULL_POINTER` for `world`, `TUTTI_ERROR_INVALID_ARGUMENT` for a
+ * pointer that is not a live world.
+ *
+ * # Safety
+ * `world` is NULL or a world from tutti not yet released; each output is NULL or valid for
+ * one write.
+ */
+int tutti_world_info(const struct TuttiWorld *world,
+                     int *rank,
+                     int *size,
+                     int *local_rank,
+                     int *local_size);
+
+/**
+ * Releases `world` (frees tutti's duplicate communicator): collective over the
+ * communicator, like `MPI_Comm_free`. Call it before the host's `MPI_Finalize`.
+ * `tutti_world_free(NULL)` is a no-op returning `TUTTI_OK`.
+ *
+ * Errors: `TUTTI_ERROR_INVALID_ARGUMENT` for a pointer that is not a live world.
+ *
+ * # Safety
+ * `world` is NULL or a world from tutti not yet released, used by no other thread.
+ */
+int tutti_world_free(struct TuttiWorld *world);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -8,7 +8,7 @@
 ! The constants below mirror include/tutti.h; python/tests/test_header_sync.py fails when
 ! they drift apart.
 module tutti
-    use, intrinsic :: iso_c_binding, only: c_int, c_int64_t, c_size_t, c_ptr, c_char, &
+    use, intrinsic :: iso_c_binding, only: c_int, c_int32_t, c_int64_t, c_size_t, c_ptr, c_char, &
                                            c_associated, c_f_pointer
     implicit none
     private
@@ -29,6 +29,7 @@ module tutti
     integer(c_int), parameter, public :: TUTTI_ERROR_PANIC = -7
     integer(c_int), parameter, public :: TUTTI_ERROR_CALLBACK = -8
     integer(c_int), parameter, public :: TUTTI_ERROR_NOT_CONVERGED = -9
+    integer(c_int), parameter, public :: TUTTI_ERROR_REMOTE = -10
 
     ! TuttiKind
     integer(c_int), parameter, public :: TUTTI_KIND_CPU = 0
@@ -53,6 +54,7 @@ module tutti
 
     public :: tutti_version, tutti_device_count, tutti_device_info, tutti_last_error
     public :: tutti_free_c, tutti_status_name, tutti_string, tutti_error_message
+    public :: tutti_world_from_fcomm, tutti_world_info, tutti_world_free
 
     interface
         ! Writes the library's version.
@@ -98,6 +100,32 @@ module tutti
             integer(c_int), value :: status
             type(c_ptr) :: name
         end function tutti_status_name
+
+        ! Adopts an MPI communicator given as its Fortran handle (collective over it); a
+        ! library built without MPI returns TUTTI_ERROR_UNSUPPORTED.
+        function tutti_world_from_fcomm(fcomm, world) &
+                bind(c, name="tutti_world_from_fcomm") result(status)
+            import :: c_int, c_int32_t, c_ptr
+            integer(c_int32_t), value :: fcomm
+            type(c_ptr), intent(out) :: world
+            integer(c_int) :: status
+        end function tutti_world_from_fcomm
+
+        ! This process's rank and count, in the world and on its node.
+        function tutti_world_info(world, rank, size, local_rank, local_size) &
+                bind(c, name="tutti_world_info") result(status)
+            import :: c_int, c_ptr
+            type(c_ptr), value :: world
+            integer(c_int), intent(out) :: rank, size, local_rank, local_size
+            integer(c_int) :: status
+        end function tutti_world_info
+
+        ! Releases a world (collective); c_null_ptr is a no-op.
+        function tutti_world_free(world) bind(c, name="tutti_world_free") result(status)
+            import :: c_int, c_ptr
+            type(c_ptr), value :: world
+            integer(c_int) :: status
+        end function tutti_world_free
 
         function c_strlen(text) bind(c, name="strlen") result(length)
             import :: c_ptr, c_size_t

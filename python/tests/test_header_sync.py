@@ -48,8 +48,9 @@ def test_python_resources_layout_matches_the_header(header: str) -> None:
     fields = [name for name, _ in tutti.resources._CResources._fields_]
     assert header_struct_fields(header, "TuttiResources") == fields
     if ctypes.sizeof(ctypes.c_void_p) == 8:
-        # kind, devices | ordinals | ordinal_count + padding | 2 x u64 | scratch_dir | u64
-        assert ctypes.sizeof(tutti.resources._CResources) == 56
+        # kind, devices | ordinals | ordinal_count + padding | 2 x u64 | scratch_dir | u64 |
+        # world
+        assert ctypes.sizeof(tutti.resources._CResources) == 64
 
 
 # The package's modules, each holding its own struct mirrors and signatures (by import:

@@ -26,7 +26,7 @@ def fields(struct: _CResources) -> dict:
 
 def test_the_defaults_are_the_library_defaults() -> None:
     ours, keepalive = tutti.Resources()._to_c()
-    theirs = _CResources(kind=7, devices=5, ordinal_count=3, device_memory_bytes=1)
+    theirs = _CResources(kind=7, devices=5, ordinal_count=3, device_memory_bytes=1, world=8)
     assert tutti._lib.tutti_resources_default(ctypes.byref(theirs)) == tutti.Status.OK
     assert fields(ours) == fields(theirs)  # not bytes: the padding after ordinal_count is not set
     assert keepalive == ()
@@ -39,6 +39,7 @@ def test_the_defaults_are_the_library_defaults() -> None:
         "host_memory_bytes": 0,
         "scratch_dir": None,
         "scratch_limit_bytes": 0,
+        "world": None,
     }
     # resources=None in a workload call is the library's own default struct.
     none, keepalive = _c_resources(None)
@@ -68,6 +69,7 @@ def test_every_field_reaches_the_struct(tmp_path: Path) -> None:
         "host_memory_bytes": MIB // 2,
         "scratch_dir": str(tmp_path).encode(),
         "scratch_limit_bytes": 3 * MIB,
+        "world": None,
     }
     cpu, _ = tutti.Resources(kind=tutti.Kind.CPU, devices=4)._to_c()
     assert (cpu.kind, cpu.devices, cpu.ordinal_count) == (tutti.Kind.CPU, 4, 0)

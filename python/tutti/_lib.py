@@ -30,6 +30,7 @@ class Status(enum.IntEnum):
     ERROR_PANIC = -7
     ERROR_CALLBACK = -8
     ERROR_NOT_CONVERGED = -9
+    ERROR_REMOTE = -10
 
 
 class Kind(enum.IntEnum):

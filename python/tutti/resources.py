@@ -37,6 +37,9 @@ class _CResources(ctypes.Structure):
         # c_void_p rather than c_char_p: the buffer is kept alive by the caller, see _to_c.
         ("scratch_dir", ctypes.c_void_p),
         ("scratch_limit_bytes", ctypes.c_uint64),
+        # const TuttiWorld *: NULL, the call runs in this process alone (MPI worlds from
+        # Python are not bound yet).
+        ("world", ctypes.c_void_p),
     ]
 
 

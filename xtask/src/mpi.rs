@@ -2,9 +2,15 @@
 //! `openmpi-bin` and `libopenmpi-dev`, as root) when `mpicc` or `mpirun` is missing, lints
 //! tutti-mpi and the CLI with their `mpi` features, and runs tutti-mpi's tests and the CLI's
 //! `mpirun` tests with `TUTTI_REQUIRE_MPI=1`, so that the `mpirun` cases (2, 3 and 4
-//! processes; `tutti fit demo` against threads) cannot skip.
+//! processes; the CLI's workloads against threads) cannot skip; then builds libtutti with
+//! `--features mpi` and runs the C and Fortran programs of `ffi-tests/mpi/` under `mpirun`.
 
-use crate::tools::{apt_install, cargo, on_path, run, Failure};
+use std::process::Command;
+
+use crate::tools::{apt_install, cargo, on_path, run, Failure, Workspace};
+
+/// Processes of the C and Fortran programs' `mpirun`: odd, so the split halves differ.
+const HOST_PROGRAM_PROCESSES: usize = 3;
 
 pub fn run_all() -> Result<(), Failure> {
     if !on_path("mpicc") || !on_path("mpirun") {
@@ -40,5 +46,91 @@ pub fn run_all() -> Result<(), Failure> {
             "--test",
             "mpirun",
         ])
-        .env("TUTTI_REQUIRE_MPI", "1"))
+        .env("TUTTI_REQUIRE_MPI", "1"))?;
+    host_programs(&Workspace::load()?)
 }
+
+/// The C and Fortran programs of `ffi-tests/mpi/`, which initialise MPI themselves and pass
+/// their communicator to libtutti (built with `--features mpi`), under `mpirun`: every
+/// process must print `rank R: ok`.
+fn host_programs(workspace: &Workspace) -> Result<(), Failure> {
+    run(cargo().args(["build", "-p", "tutti-capi", "--features", "mpi"]))?;
+    let root = &workspace.root;
+    let lib_dir = workspace.target_dir.join("debug");
+    let build = root.join("ffi-tests").join("build").join("mpi");
+    std::fs::create_dir_all(&build)
+        .map_err(|err| Failure::new(format!("creating {}: {err}", build.display())))?;
+    let link = |command: &mut Command| {
+        command
+            .arg(format!("-L{}", lib_dir.display()))
+            .arg(format!("-Wl,-rpath,{}", lib_dir.display()))
+            .arg("-ltutti")
+            .arg("-lm");
+    };
+    let c_binary = build.join("test_world_c");
+    let mut mpicc = Command::new("mpicc");
+    mpicc
+        .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-g"])
+        .arg(format!("-I{}", root.join("include").display()))
+        .arg(format!("-I{}", root.join("ffi-tests/include").display()))
+        .arg(root.join("ffi-tests/mpi/test_world.c"))
+        .arg("-o")
+        .arg(&c_binary);
+    link(&mut mpicc);
+    run(&mut mpicc)?;
+    let fortran_binary = build.join("test_world_f");
+    let mut mpifort = Command::new("mpifort");
+    mpifort
+        .args(["-std=f2008", "-Wall", "-fcheck=all", "-g"])
+        .arg("-J")
+        .arg(&build)
+        .arg(root.join("ffi-tests/fortran/tutti.f90"))
+        .arg(root.join("ffi-tests/mpi/test_world.f90"))
+        .arg("-o")
+        .arg(&fortran_binary);
+    link(&mut mpifort);
+    run(&mut mpifort)?;
+    for binary in [&c_binary, &fortran_binary] {
+        println!(
+            "==> mpirun -n {HOST_PROGRAM_PROCESSES} {}",
+            binary.display()
+        );
+        let mut mpirun = Command::new("timeout");
+        mpirun
+            .args(["120", "mpirun", "-n", &HOST_PROGRAM_PROCESSES.to_string()])
+            .args(["--timeout", "100"])
+            .arg(binary)
+            .current_dir(root)
+            .envs(OPEN_MPI_CONTAINER_ENV.iter().copied());
+        let out = mpirun
+            .output()
+            .map_err(|err| Failure::new(format!("cannot start mpirun: {err}")))?;
+        let log = String::from_utf8_lossy(&out.stdout);
+        print!("{log}{}", String::from_utf8_lossy(&out.stderr));
+        if !out.status.success() {
+            return Err(Failure::new(format!(
+                "mpirun -n {HOST_PROGRAM_PROCESSES} {} failed ({})",
+                binary.display(),
+                out.status
+            )));
+        }
+        for rank in 0..HOST_PROGRAM_PROCESSES {
+            if !log.contains(&format!("rank {rank}: ok")) {
+                return Err(Failure::new(format!(
+                    "{}: rank {rank} did not report ok",
+                    binary.display()
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// tutti_mpi::launch::OPEN_MPI_CONTAINER_ENV (xtask depends on no tutti crate).
+const OPEN_MPI_CONTAINER_ENV: &[(&str, &str)] = &[
+    ("OMPI_ALLOW_RUN_AS_ROOT", "1"),
+    ("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"),
+    ("OMPI_MCA_rmaps_base_oversubscribe", "1"),
+    ("OMPI_MCA_btl_vader_single_copy_mechanism", "none"),
+    ("OMPI_MCA_mpi_yield_when_idle", "1"),
+];

@@ -143,6 +143,12 @@ impl Workspace {
                     .as_array()
                     .is_some_and(|kinds| kinds.iter().any(|kind| kind == "bin"))
             })
+            // A binary that needs a feature (`mpi_compare`: MPI and mpirun) is run by name.
+            .filter(|target| {
+                target["required-features"]
+                    .as_array()
+                    .is_none_or(|features| features.is_empty())
+            })
             .filter_map(|target| target["name"].as_str().map(str::to_owned))
             .collect())
     }

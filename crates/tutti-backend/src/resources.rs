@@ -83,6 +83,10 @@ pub struct Resources {
     pub scratch_dir: Option<PathBuf>,
     /// Write at most this many bytes of spill files.
     pub scratch_limit: Option<u64>,
+    /// Use at most this many host cores in all (shared among the devices as usual); `None`
+    /// means every core this process may run on. Several processes on one node (MPI) each
+    /// take their share this way.
+    pub host_cores: Option<usize>,
 }
 
 impl Resources {
@@ -138,6 +142,18 @@ impl Resources {
     pub fn with_scratch_limit(mut self, bytes: u64) -> Self {
         self.scratch_limit = Some(bytes);
         self
+    }
+
+    /// Uses at most `cores` host cores (at least 1 is used).
+    pub fn with_host_cores(mut self, cores: usize) -> Self {
+        self.host_cores = Some(cores);
+        self
+    }
+
+    /// The host cores the devices share: every core this process may run on, or the cap.
+    fn cores(&self) -> usize {
+        let cores = system::host_cores();
+        self.host_cores.map_or(cores, |cap| cap.clamp(1, cores))
     }
 
     /// The scratch directory: the configured one, or the system temporary directory.
@@ -236,7 +252,7 @@ impl Resources {
             });
         }
         let share = ordinals.len();
-        let cores = system::host_cores();
+        let cores = self.cores();
         Ok(ordinals
             .iter()
             .enumerate()
@@ -280,7 +296,7 @@ impl Resources {
                 kind: "gpu",
             });
         }
-        open_gpus(&ordinals, self.device_memory_cap)
+        open_gpus(&ordinals, self.device_memory_cap, self.cores())
     }
 
     /// Checks that the scratch directory exists and is a directory, and returns it.
@@ -342,8 +358,11 @@ pub fn gpu_count() -> Result<usize, BackendError> {
 }
 
 #[cfg(feature = "cuda")]
-fn open_gpus(ordinals: &[usize], cap: Option<u64>) -> Result<Vec<Device>, BackendError> {
-    let cores = system::host_cores();
+fn open_gpus(
+    ordinals: &[usize],
+    cap: Option<u64>,
+    cores: usize,
+) -> Result<Vec<Device>, BackendError> {
     ordinals
         .iter()
         .enumerate()
@@ -359,6 +378,10 @@ fn open_gpus(ordinals: &[usize], cap: Option<u64>) -> Result<Vec<Device>, Backen
 }
 
 #[cfg(not(feature = "cuda"))]
-fn open_gpus(_ordinals: &[usize], _cap: Option<u64>) -> Result<Vec<Device>, BackendError> {
+fn open_gpus(
+    _ordinals: &[usize],
+    _cap: Option<u64>,
+    _cores: usize,
+) -> Result<Vec<Device>, BackendError> {
     Err(BackendError::CudaNotBuilt)
 }

@@ -242,3 +242,26 @@ fn auto_picks_the_host_for_host_only_work_whatever_the_node_has() {
         .expect("auto");
     assert!(devices.iter().all(|d| d.kind() == DeviceKind::Host));
 }
+
+#[test]
+fn a_host_core_cap_is_shared_by_the_devices() {
+    let threads = |resources: Resources| -> Vec<usize> {
+        resources
+            .select()
+            .expect("simulated devices")
+            .iter()
+            .map(Device::threads)
+            .collect()
+    };
+    let all = crate::system::host_cores();
+    assert_eq!(threads(Resources::cpu(1)), vec![all]);
+    assert_eq!(threads(Resources::cpu(1).with_host_cores(1)), vec![1]);
+    // Fewer cores than devices: one thread each, as without a cap.
+    assert_eq!(threads(Resources::cpu(3).with_host_cores(1)), vec![1, 1, 1]);
+    // A cap above the machine is the machine; zero is one core.
+    assert_eq!(
+        threads(Resources::cpu(1).with_host_cores(usize::MAX)),
+        vec![all]
+    );
+    assert_eq!(threads(Resources::cpu(1).with_host_cores(0)), vec![1]);
+}

@@ -6,7 +6,8 @@ use std::path::Path;
 use std::time::Instant;
 
 use tutti_adjoint::{
-    rhf, AdjointError, AngularKind, Atom, Basis, BasisSet, EnergySummary, Molecule, ScfOptions,
+    rhf, rhf_on, AdjointError, AngularKind, Atom, Basis, BasisSet, EnergySummary, Molecule,
+    ScfOptions,
 };
 
 use crate::boundary::{
@@ -16,6 +17,7 @@ use crate::boundary::{
 use crate::memory::string_to_c;
 use crate::resources::TuttiResources;
 use crate::status::{Error, TuttiStatus};
+use crate::world::{checked, TuttiWorld};
 
 /// Options of `tutti_rhf_energy` and `tutti_rhf_energy_bohr`. Start from
 /// `tutti_rhf_options_default`.
@@ -131,12 +133,26 @@ pub(crate) fn adjoint_error(error: AdjointError) -> Error {
 /// # Safety
 /// `options` is NULL or valid for reading a `TuttiRhfOptions`, whose `resources` pointers
 /// are NULL or valid (see `TuttiResources`).
-pub(crate) unsafe fn read_options(
+pub(crate) unsafe fn read_options<'w>(
     options: *const TuttiRhfOptions,
-) -> Result<(RhfSettings, i32), Error> {
+) -> Result<(RhfSettings<'w>, i32), Error> {
     // SAFETY: NULL or valid for reading a TuttiRhfOptions (the caller's promise); the helper
     // checks alignment.
     let options = unsafe { input_options(options, "options")? };
+    // SAFETY: the world is NULL or a live handle for the call (the caller's promise; checked).
+    let world = unsafe { options.resources.world("options->resources") }?;
+    // SAFETY: as above, for the resources' other pointers.
+    checked(world, unsafe { settings(&options, world) })
+}
+
+/// The settings of `options`, naming `world`.
+///
+/// # Safety
+/// As for [`read_options`].
+unsafe fn settings<'w>(
+    options: &TuttiRhfOptions,
+    world: Option<&'w TuttiWorld>,
+) -> Result<(RhfSettings<'w>, i32), Error> {
     // SAFETY: the resources' pointers are NULL or valid (the caller's promise).
     let resources = unsafe { options.resources.to_rust("options->resources")? };
     let kind = match options.cartesian {
@@ -156,15 +172,17 @@ pub(crate) unsafe fn read_options(
         )?);
     scf.energy_tolerance = positive_tolerance(options.energy_tolerance, "energy_tolerance")?;
     scf.density_tolerance = positive_tolerance(options.density_tolerance, "density_tolerance")?;
-    Ok((RhfSettings { scf, kind }, options.charge))
+    Ok((RhfSettings { scf, kind, world }, options.charge))
 }
 
 /// The checked options of one call.
-pub(crate) struct RhfSettings {
+pub(crate) struct RhfSettings<'w> {
     /// The SCF's options, `resources` included.
     pub(crate) scf: ScfOptions,
     /// Spherical or Cartesian functions.
     pub(crate) kind: AngularKind,
+    /// The MPI processes the call is split among (`options->resources.world`), if any.
+    pub(crate) world: Option<&'w TuttiWorld>,
 }
 
 fn positive_tolerance(value: f64, name: &str) -> Result<f64, Error> {
@@ -212,10 +230,24 @@ fn energy(
     result_out: Out<'_, TuttiRhfResult>,
     json_out: Option<Out<'_, *mut c_char>>,
 ) -> Result<(), Error> {
-    let basis_set = load_basis(basis_name)?;
-    let basis = Basis::new(&molecule, &basis_set, settings.kind).map_err(adjoint_error)?;
+    let (basis_set, basis) = checked(
+        settings.world,
+        load_basis(basis_name).and_then(|set| {
+            let basis = Basis::new(&molecule, &set, settings.kind).map_err(adjoint_error)?;
+            Ok((set, basis))
+        }),
+    )?;
     let input_seconds = started.elapsed().as_secs_f64();
-    let result = rhf(&molecule, &basis, &settings.scf).map_err(adjoint_error)?;
+    let result = match settings.world {
+        None => rhf(&molecule, &basis, &settings.scf),
+        Some(world) => rhf_on(
+            &world.group(&settings.scf.resources, tutti_adjoint::GPU_USE)?,
+            &molecule,
+            &basis,
+            &settings.scf,
+        ),
+    }
+    .map_err(adjoint_error)?;
     let summary = EnergySummary::new(&result, &basis, &molecule, basis_set.name(), input_seconds);
     let written = TuttiRhfResult {
         energy: result.energy,
@@ -313,9 +345,12 @@ pub unsafe extern "C" fn tutti_rhf_energy(
                 read_options(options)?,
             )
         };
-        let molecule = Molecule::from_xyz(xyz_text)
-            .and_then(|molecule| molecule.with_charge(charge))
-            .map_err(adjoint_error)?;
+        let molecule = checked(
+            settings.world,
+            Molecule::from_xyz(xyz_text)
+                .and_then(|molecule| molecule.with_charge(charge))
+                .map_err(adjoint_error),
+        )?;
         energy(molecule, basis, &settings, started, result_out, json_out)
     })
 }
@@ -371,7 +406,7 @@ pub unsafe extern "C" fn tutti_rhf_energy_bohr(
                 read_options(options)?,
             )
         };
-        let atoms = numbers
+        let atoms: Result<Vec<Atom>, Error> = numbers
             .iter()
             .zip(positions.chunks_exact(3))
             .enumerate()
@@ -386,8 +421,12 @@ pub unsafe extern "C" fn tutti_rhf_energy_bohr(
                     position: [xyz[0], xyz[1], xyz[2]],
                 })
             })
-            .collect::<Result<Vec<_>, Error>>()?;
-        let molecule = Molecule::new(atoms, charge).map_err(adjoint_error)?;
+            .collect();
+        // With a world, a failure of these checks releases the other processes.
+        let molecule = checked(
+            settings.world,
+            atoms.and_then(|atoms| Molecule::new(atoms, charge).map_err(adjoint_error)),
+        )?;
         energy(molecule, basis, &settings, started, result_out, json_out)
     })
 }

@@ -12,7 +12,7 @@ use std::ffi::{c_char, c_int, c_void};
 use std::marker::PhantomData;
 use std::ptr::{self, NonNull};
 
-use tutti_adjoint::{rhf_gradient, Basis, GradientOptions, Molecule, RhfGradient};
+use tutti_adjoint::{rhf_gradient, rhf_gradient_on, Basis, GradientOptions, Molecule, RhfGradient};
 
 use crate::adjoint::{
     adjoint_error, load_basis, optional_json_out, read_options, string_region, TuttiRhfOptions,
@@ -22,6 +22,7 @@ use crate::boundary::{
 };
 use crate::memory::{array_to_c, free_c, string_to_c};
 use crate::status::Error;
+use crate::world::checked;
 
 /// Options of `tutti_rhf_gradient`. Start from `tutti_gradient_options_default`.
 ///
@@ -344,14 +345,31 @@ pub unsafe extern "C" fn tutti_rhf_gradient(
                 read_options(&options.rhf)?,
             )
         };
-        let molecule = Molecule::from_xyz(xyz_text)
-            .and_then(|molecule| molecule.with_charge(charge))
-            .map_err(adjoint_error)?;
-        let basis_set = load_basis(basis_name)?;
-        let basis = Basis::new(&molecule, &basis_set, settings.kind).map_err(adjoint_error)?;
+        // With a world, a failure of these checks releases the other processes.
+        let (molecule, basis_set, basis) = checked(
+            settings.world,
+            Molecule::from_xyz(xyz_text)
+                .and_then(|molecule| molecule.with_charge(charge))
+                .map_err(adjoint_error)
+                .and_then(|molecule| {
+                    let set = load_basis(basis_name)?;
+                    let basis =
+                        Basis::new(&molecule, &set, settings.kind).map_err(adjoint_error)?;
+                    Ok((molecule, set, basis))
+                }),
+        )?;
         let mut gradient_options = GradientOptions::default().with_serial(serial);
         gradient_options.scf = settings.scf.clone();
-        let gradient = rhf_gradient(&molecule, &basis, &gradient_options).map_err(adjoint_error)?;
+        let gradient = match settings.world {
+            None => rhf_gradient(&molecule, &basis, &gradient_options),
+            Some(world) => rhf_gradient_on(
+                &world.group(&gradient_options.scf.resources, tutti_adjoint::GPU_USE)?,
+                &molecule,
+                &basis,
+                &gradient_options,
+            ),
+        }
+        .map_err(adjoint_error)?;
         // Every buffer is owned here until both outputs are written: a failure releases them.
         let staged = StagedGradient::new(&gradient)?;
         let json = match json_out {

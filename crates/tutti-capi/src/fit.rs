@@ -3,7 +3,7 @@
 use std::ffi::{c_int, c_void};
 
 use tutti_backend::BackendError;
-use tutti_fit::{fit, Experiment, FitError, FitOptions};
+use tutti_fit::{fit, fit_on, Experiment, FitError, FitOptions};
 
 use crate::boundary::{
     check_disjoint, ffi_call, input_options, input_slice, output_slice, positive_count,
@@ -11,6 +11,7 @@ use crate::boundary::{
 };
 use crate::resources::{device_error, TuttiResources};
 use crate::status::{Error, TuttiStatus};
+use crate::world::checked;
 
 /// Computes one experiment's residuals and Jacobian at `parameters`.
 ///
@@ -176,6 +177,7 @@ fn fit_error(error: FitError) -> Error {
             TuttiStatus::TUTTI_ERROR_OUT_OF_MEMORY
         }
         FitError::Io { .. } | FitError::BadLedger { .. } => TuttiStatus::TUTTI_ERROR_IO,
+        FitError::RankFailed { .. } => TuttiStatus::TUTTI_ERROR_REMOTE,
         // Group runs, and kinds the library adds later.
         _ => TuttiStatus::TUTTI_ERROR_DEVICE,
     };
@@ -234,68 +236,99 @@ pub unsafe extern "C" fn tutti_fit(
     result_out: *mut TuttiFitResult,
 ) -> c_int {
     ffi_call("tutti_fit", || {
-        let callback = residual_fn.ok_or_else(|| Error::null_pointer("residual_fn"))?;
-        let experiments = positive_count(n_experiments, "n_experiments")?;
-        let parameters = positive_count(n_parameters, "n_parameters")?;
-        let covariance_len = parameters.checked_mul(parameters).ok_or_else(|| {
-            Error::invalid_argument(format!(
+        let options_ptr = options;
+        // SAFETY: NULL or valid for reading a TuttiFitOptions (the caller's promise).
+        let options = unsafe { input_options(options_ptr, "options") }?;
+        // SAFETY: the world is NULL or a live handle (the caller's promise; checked).
+        let world = unsafe { options.resources.world("options->resources") }?;
+        // Every check before the fit goes through `checked`: with a world, a failure
+        // releases the other processes.
+        let prepared = checked(
+            world,
+            (|| {
+                let callback = residual_fn.ok_or_else(|| Error::null_pointer("residual_fn"))?;
+                let experiments = positive_count(n_experiments, "n_experiments")?;
+                let parameters = positive_count(n_parameters, "n_parameters")?;
+                let covariance_len = parameters.checked_mul(parameters).ok_or_else(|| {
+                    Error::invalid_argument(format!(
                 "argument `n_parameters` is {parameters}: its covariance matrix is larger than \
                  memory"
             ))
-        })?;
-        check_disjoint(&[
-            Region::input("residual_counts", residual_counts, experiments),
-            Region::input("initial", initial, parameters),
-            Region::input("options", options, 1),
-            Region::output("parameters_out", parameters_out, parameters),
-            Region::output("covariance_out", covariance_out, covariance_len),
-            Region::output("result_out", result_out, 1),
-        ])?;
-        // SAFETY: the lengths are the caller's promise; the helpers check NULL and alignment;
-        // the outputs are disjoint from each other and from the inputs (checked above).
-        let (counts, initial, parameters_out, result_out) = unsafe {
-            (
-                input_slice(residual_counts, experiments, "residual_counts")?,
-                input_slice(initial, parameters, "initial")?,
-                output_slice(parameters_out, parameters, "parameters_out")?,
-                Out::new(result_out, "result_out")?,
-            )
-        };
-        let covariance_out = if covariance_out.is_null() {
-            None
-        } else {
-            // SAFETY: not NULL, so valid for n^2 doubles (the caller's promise).
-            Some(unsafe { output_slice(covariance_out, covariance_len, "covariance_out")? })
-        };
-        // SAFETY: NULL or valid for reading a TuttiFitOptions (the caller's promise).
-        let options = unsafe { input_options(options, "options") }?;
-        if let Some(e) = counts.iter().position(|&count| count < 1) {
-            return Err(Error::invalid_argument(format!(
-                "residual_counts[{e}] is {}: every experiment needs at least one residual",
-                counts[e]
-            )));
-        }
-        // SAFETY: the resources' pointers are the caller's, as documented above.
-        let resources = unsafe { options.resources.to_rust("options->resources") }?;
-        let mut fit_options = FitOptions::default().with_resources(resources);
-        fit_options.max_iterations =
-            positive_count(options.max_iterations, "options->max_iterations")?;
-        fit_options.gradient_tolerance =
-            positive_tolerance(options.gradient_tolerance, "gradient_tolerance")?;
-        fit_options.step_tolerance = positive_tolerance(options.step_tolerance, "step_tolerance")?;
-        fit_options.cost_tolerance = positive_tolerance(options.cost_tolerance, "cost_tolerance")?;
+                })?;
+                check_disjoint(&[
+                    Region::input("residual_counts", residual_counts, experiments),
+                    Region::input("initial", initial, parameters),
+                    Region::input("options", options_ptr, 1),
+                    Region::output("parameters_out", parameters_out, parameters),
+                    Region::output("covariance_out", covariance_out, covariance_len),
+                    Region::output("result_out", result_out, 1),
+                ])?;
+                // SAFETY: the lengths are the caller's promise; the helpers check NULL and alignment;
+                // the outputs are disjoint from each other and from the inputs (checked above).
+                let (counts, initial, parameters_out, result_out) = unsafe {
+                    (
+                        input_slice(residual_counts, experiments, "residual_counts")?,
+                        input_slice(initial, parameters, "initial")?,
+                        output_slice(parameters_out, parameters, "parameters_out")?,
+                        Out::new(result_out, "result_out")?,
+                    )
+                };
+                let covariance_out = if covariance_out.is_null() {
+                    None
+                } else {
+                    // SAFETY: not NULL, so valid for n^2 doubles (the caller's promise).
+                    Some(unsafe { output_slice(covariance_out, covariance_len, "covariance_out")? })
+                };
+                if let Some(e) = counts.iter().position(|&count| count < 1) {
+                    return Err(Error::invalid_argument(format!(
+                        "residual_counts[{e}] is {}: every experiment needs at least one residual",
+                        counts[e]
+                    )));
+                }
+                // SAFETY: the resources' pointers are the caller's, as documented above.
+                let resources = unsafe { options.resources.to_rust("options->resources") }?;
+                let mut fit_options = FitOptions::default().with_resources(resources);
+                fit_options.max_iterations =
+                    positive_count(options.max_iterations, "options->max_iterations")?;
+                fit_options.gradient_tolerance =
+                    positive_tolerance(options.gradient_tolerance, "gradient_tolerance")?;
+                fit_options.step_tolerance =
+                    positive_tolerance(options.step_tolerance, "step_tolerance")?;
+                fit_options.cost_tolerance =
+                    positive_tolerance(options.cost_tolerance, "cost_tolerance")?;
 
-        let experiments: Vec<CallbackExperiment> = counts
-            .iter()
-            .enumerate()
-            .map(|(index, &residuals)| CallbackExperiment {
-                callback,
-                user_data: UserData(user_data),
-                index: index as c_int,
-                residuals,
-            })
-            .collect();
-        let report = fit(&experiments, initial, &fit_options).map_err(fit_error)?;
+                let experiments: Vec<CallbackExperiment> = counts
+                    .iter()
+                    .enumerate()
+                    .map(|(index, &residuals)| CallbackExperiment {
+                        callback,
+                        user_data: UserData(user_data),
+                        index: index as c_int,
+                        residuals,
+                    })
+                    .collect();
+                Ok((
+                    experiments,
+                    initial,
+                    fit_options,
+                    parameters_out,
+                    covariance_out,
+                    result_out,
+                ))
+            })(),
+        )?;
+        let (experiments, initial, fit_options, parameters_out, covariance_out, result_out) =
+            prepared;
+        let report = match world {
+            None => fit(&experiments, initial, &fit_options),
+            Some(world) => fit_on(
+                &world.group(&fit_options.resources, tutti_fit::GPU_USE)?,
+                &experiments,
+                initial,
+                &fit_options,
+            ),
+        }
+        .map_err(fit_error)?;
         if let Some(out) = covariance_out {
             let covariance = report.covariance.as_ref().ok_or_else(|| {
                 Error::invalid_argument(

@@ -9,7 +9,7 @@
 use std::ffi::c_int;
 
 use tutti_backend::BackendError;
-use tutti_fmm::{direct, fmm, FmmError, FmmOptions, Precision};
+use tutti_fmm::{direct, fmm, fmm_on, FmmError, FmmOptions, Precision};
 use tutti_group::GroupError;
 
 use crate::boundary::{
@@ -17,6 +17,7 @@ use crate::boundary::{
 };
 use crate::resources::{device_error, TuttiResources};
 use crate::status::{Error, TuttiStatus};
+use crate::world::checked;
 
 /// Options of `tutti_fmm`. Start from `tutti_fmm_options_default`; see `docs/fmm.md`.
 #[repr(C)]
@@ -121,6 +122,7 @@ pub fn fmm_error(error: FmmError) -> Error {
             TUTTI_ERROR_OUT_OF_MEMORY
         }
         FmmError::RankPanicked { .. } => TUTTI_ERROR_PANIC,
+        FmmError::RankFailed { .. } => TUTTI_ERROR_REMOTE,
         FmmError::File { .. } => TUTTI_ERROR_IO,
         // Devices, collectives, and kinds the library adds later.
         _ => TUTTI_ERROR_DEVICE,
@@ -246,11 +248,25 @@ pub unsafe extern "C" fn tutti_fmm(
     ffi_call("tutti_fmm", || {
         // SAFETY: NULL or valid for reading a TuttiFmmOptions (the caller's promise).
         let options = unsafe { input_options(options, "options") }?;
-        // SAFETY: the resources' pointers are the caller's, as documented above.
-        let options = unsafe { options.to_rust() }?;
-        // SAFETY: the array contracts are the caller's, as documented above.
-        let bodies = unsafe { bodies(n, positions, masses, potential_out, accel_out)? };
-        let out = fmm(bodies.positions, bodies.masses, &options).map_err(fmm_error)?;
+        // SAFETY: the world is NULL or a live handle (the caller's promise; checked).
+        let world = unsafe { options.resources.world("options->resources") }?;
+        // SAFETY: the resources' pointers and the array contracts are the caller's, as
+        // documented above.
+        let (options, bodies) = checked(world, unsafe {
+            options.to_rust().and_then(|options| {
+                bodies(n, positions, masses, potential_out, accel_out).map(|b| (options, b))
+            })
+        })?;
+        let out = match world {
+            None => fmm(bodies.positions, bodies.masses, &options),
+            Some(world) => fmm_on(
+                &world.group(&options.resources, tutti_fmm::GPU_USE)?,
+                bodies.positions,
+                bodies.masses,
+                &options,
+            ),
+        }
+        .map_err(fmm_error)?;
         bodies.write(&out.potential, &out.accel);
         Ok(())
     })

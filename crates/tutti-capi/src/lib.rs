@@ -28,7 +28,7 @@
 //! [`memory`] (buffers handed to C and [`tutti_free_c`]), [`resources`] (`TuttiResources`: where
 //! every workload call runs). Entry points live in one module per
 //! area: [`version`], [`devices`], [`fit`], [`fmm`], [`adjoint`], [`adjoint_gradient`],
-//! [`train`], [`sweep`]; a workload adds its own module on the same core. The modules are ordinary
+//! [`train`], [`sweep`], [`world`] (MPI processes); a workload adds its own module on the same core. The modules are ordinary
 //! Rust, tested from Rust; the `cdylib` and `staticlib` are a thin artifact over them.
 //!
 //! The header is generated from this crate by cbindgen (`cargo xtask header`): doc comments
@@ -47,6 +47,7 @@ pub mod status;
 pub mod sweep;
 pub mod train;
 pub mod version;
+pub mod world;
 
 pub use adjoint::{
     tutti_rhf_energy, tutti_rhf_energy_bohr, tutti_rhf_options_default, TuttiRhfOptions,
@@ -74,3 +75,4 @@ pub use train::{
     tutti_train_write_dir, TuttiDtype, TuttiTrain, TuttiTrainKind,
 };
 pub use version::tutti_version;
+pub use world::{tutti_world_free, tutti_world_from_fcomm, tutti_world_info, TuttiWorld};

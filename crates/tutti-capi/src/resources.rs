@@ -13,6 +13,7 @@ use tutti_backend::{BackendError, DeviceRequest, Resources};
 use crate::boundary::{ffi_call, input_slice, input_str, write_default};
 use crate::devices::TuttiKind;
 use crate::status::{Error, TuttiStatus};
+use crate::world::TuttiWorld;
 
 /// `TuttiResources.devices` for "every GPU, or one simulated device using all cores".
 pub const TUTTI_ALL_DEVICES: c_int = -1;
@@ -45,6 +46,11 @@ pub struct TuttiResources {
     pub scratch_dir: *const c_char,
     /// Write at most this many bytes of scratch files; 0 = no limit beyond the free space.
     pub scratch_limit_bytes: u64,
+    /// NULL (the default): the call runs in this process alone. Or a world from
+    /// `tutti_world_from_fcomm`: the call is split among its MPI processes, which all make
+    /// the same call with the same arguments; each runs one rank on one device, and each gets
+    /// the result. Read during the call only.
+    pub world: *const TuttiWorld,
 }
 
 impl Default for TuttiResources {
@@ -58,11 +64,26 @@ impl Default for TuttiResources {
             host_memory_bytes: 0,
             scratch_dir: std::ptr::null(),
             scratch_limit_bytes: 0,
+            world: std::ptr::null(),
         }
     }
 }
 
 impl TuttiResources {
+    /// The world named by `world`, or `None` for a call in this process alone.
+    ///
+    /// Errors: `TUTTI_ERROR_INVALID_ARGUMENT` for a pointer that is not a live world.
+    ///
+    /// # Safety
+    /// `world` is NULL or a world from tutti not released during `'w` (the call).
+    pub unsafe fn world<'w>(&self, name: &str) -> Result<Option<&'w TuttiWorld>, Error> {
+        if self.world.is_null() {
+            return Ok(None);
+        }
+        // SAFETY: not NULL; checked against the registry before it is read.
+        unsafe { crate::world::world_ref(self.world, &format!("{name}.world")) }.map(Some)
+    }
+
     /// The backend's `Resources` for these fields; `name` is how the struct is called in
     /// messages (e.g. `options->resources`).
     ///
@@ -214,6 +235,7 @@ mod tests {
             host_memory_bytes: 2 << 20,
             scratch_dir: scratch.as_ptr(),
             scratch_limit_bytes: 3 << 20,
+            world: std::ptr::null(),
         };
         let expected = Resources::cpu(1)
             .with_kind(KindRequest::Cpu)

@@ -39,11 +39,14 @@ pub enum TuttiStatus {
     /// An iterative computation did not reach its tolerance within its iteration limit
     /// (e.g. an SCF); the message gives the last changes and the targets.
     TUTTI_ERROR_NOT_CONVERGED = -9,
+    /// Another process of the MPI job (a `TuttiWorld`) failed; the message names its rank
+    /// and gives its error's text. Every other process of the call returns this.
+    TUTTI_ERROR_REMOTE = -10,
 }
 
 impl TuttiStatus {
     /// Every status, in declaration order.
-    pub const fn all() -> [TuttiStatus; 10] {
+    pub const fn all() -> [TuttiStatus; 11] {
         [
             Self::TUTTI_OK,
             Self::TUTTI_ERROR_INVALID_ARGUMENT,
@@ -55,6 +58,7 @@ impl TuttiStatus {
             Self::TUTTI_ERROR_PANIC,
             Self::TUTTI_ERROR_CALLBACK,
             Self::TUTTI_ERROR_NOT_CONVERGED,
+            Self::TUTTI_ERROR_REMOTE,
         ]
     }
 
@@ -81,6 +85,7 @@ impl TuttiStatus {
             Self::TUTTI_ERROR_PANIC => c"TUTTI_ERROR_PANIC",
             Self::TUTTI_ERROR_CALLBACK => c"TUTTI_ERROR_CALLBACK",
             Self::TUTTI_ERROR_NOT_CONVERGED => c"TUTTI_ERROR_NOT_CONVERGED",
+            Self::TUTTI_ERROR_REMOTE => c"TUTTI_ERROR_REMOTE",
         }
     }
 }

@@ -3,7 +3,7 @@
 
 use std::ffi::c_int;
 
-use tutti_sweep::{src, Complex64, Layer, SrcOptions, SweepError, TensorTrain};
+use tutti_sweep::{src, src_on, Complex64, Layer, SrcOptions, SweepError, TensorTrain};
 
 use crate::boundary::{
     check_disjoint, ffi_call, input_options, input_slice, positive_count, write_default, Out,
@@ -14,6 +14,7 @@ use crate::status::Error;
 use crate::train::{
     handle_region, into_handle, promote, sweep_error, train_ref, AnyTrain, TuttiTrain,
 };
+use crate::world::checked;
 
 /// Options of `tutti_src`. Start from `tutti_src_options_default` and set `chi_out`.
 #[repr(C)]
@@ -96,60 +97,86 @@ pub unsafe extern "C" fn tutti_src(
     out: *mut *mut TuttiTrain,
 ) -> c_int {
     ffi_call("tutti_src", || {
-        let count = positive_count(n, "n")?;
-        // SAFETY: the caller's promise, checked by the helper.
-        let handles = unsafe { input_slice(stack, count, "stack")? };
-        let names: Vec<String> = (0..count).map(|i| format!("stack[{i}]")).collect();
-        let mut regions = vec![
-            Region::input("stack", handles.as_ptr(), handles.len()),
-            Region::input("options", options, 1),
-            Region::output("out", out, 1),
-        ];
-        regions.extend(
-            handles
-                .iter()
-                .zip(&names)
-                .map(|(&handle, name)| handle_region(name, handle)),
-        );
-        check_disjoint(&regions)?;
-        // SAFETY: NULL or valid for writing a pointer (the caller's promise), overlapping no
-        // input (checked above).
-        let out = unsafe { Out::new(out, "out")? };
+        let options_ptr = options;
         // SAFETY: NULL or valid for reading (the caller's promise), checked by the helper.
-        let options = unsafe { input_options(options, "options") }?;
-        let trains = handles
-            .iter()
-            .enumerate()
-            // SAFETY: each entry is a live handle (the caller's promise), checked by train_ref.
-            .map(|(i, &handle)| unsafe { train_ref(handle, &format!("stack[{i}]")) })
-            .collect::<Result<Vec<_>, _>>()?;
-        let chi_out = positive_count(options.chi_out, "options->chi_out")?;
-        let oversample = usize::try_from(options.oversample).map_err(|_| {
-            Error::invalid_argument(format!(
-                "options->oversample is {}: expected 0 or more",
-                options.oversample
-            ))
-        })?;
-        // SAFETY: the resources' pointers are the caller's, as documented above.
-        let resources = unsafe { options.resources.to_rust("options->resources") }?;
-        let src_options = SrcOptions::new(chi_out)
-            .with_oversample(oversample)
-            .with_cutoff(options.cutoff)
-            .with_seed(options.seed)
-            .with_resources(resources);
+        let options = unsafe { input_options(options_ptr, "options") }?;
+        // SAFETY: the world is NULL or a live handle (the caller's promise; checked).
+        let world = unsafe { options.resources.world("options->resources") }?;
+        // Every check before the sweep goes through `checked`: with a world, a failure
+        // releases the other processes.
+        let (out, trains, src_options) = checked(
+            world,
+            (|| {
+                let count = positive_count(n, "n")?;
+                // SAFETY: the caller's promise, checked by the helper.
+                let handles = unsafe { input_slice(stack, count, "stack")? };
+                let names: Vec<String> = (0..count).map(|i| format!("stack[{i}]")).collect();
+                let mut regions = vec![
+                    Region::input("stack", handles.as_ptr(), handles.len()),
+                    Region::input("options", options_ptr, 1),
+                    Region::output("out", out, 1),
+                ];
+                regions.extend(
+                    handles
+                        .iter()
+                        .zip(&names)
+                        .map(|(&handle, name)| handle_region(name, handle)),
+                );
+                check_disjoint(&regions)?;
+                // SAFETY: NULL or valid for writing a pointer (the caller's promise), overlapping no
+                // input (checked above).
+                let out = unsafe { Out::new(out, "out")? };
+                let trains = handles
+                    .iter()
+                    .enumerate()
+                    // SAFETY: each entry is a live handle (the caller's promise), checked by train_ref.
+                    .map(|(i, &handle)| unsafe { train_ref(handle, &format!("stack[{i}]")) })
+                    .collect::<Result<Vec<_>, _>>()?;
+                let chi_out = positive_count(options.chi_out, "options->chi_out")?;
+                let oversample = usize::try_from(options.oversample).map_err(|_| {
+                    Error::invalid_argument(format!(
+                        "options->oversample is {}: expected 0 or more",
+                        options.oversample
+                    ))
+                })?;
+                // SAFETY: the resources' pointers are the caller's, as documented above.
+                let resources = unsafe { options.resources.to_rust("options->resources") }?;
+                let src_options = SrcOptions::new(chi_out)
+                    .with_oversample(oversample)
+                    .with_cutoff(options.cutoff)
+                    .with_seed(options.seed)
+                    .with_resources(resources);
+                Ok((out, trains, src_options))
+            })(),
+        )?;
+        let group = match world {
+            None => None,
+            Some(world) => Some(world.group(&src_options.resources, tutti_sweep::GPU_USE)?),
+        };
+        let sweep = |layers: &[&dyn Layer<f64>]| match &group {
+            None => src(layers, &src_options),
+            Some(group) => src_on(group, layers, &src_options),
+        };
+        let sweep_complex = |layers: &[&dyn Layer<Complex64>]| match &group {
+            None => src(layers, &src_options),
+            Some(group) => src_on(group, layers, &src_options),
+        };
         let real: Option<Vec<&dyn Layer<f64>>> =
             trains.iter().map(|t| t.train.real_layer()).collect();
         let result = match real {
-            Some(layers) => src(&layers, &src_options).map(|(t, _)| AnyTrain::Real(t)),
+            Some(layers) => sweep(&layers).map(|(t, _)| AnyTrain::Real(t)),
             None => {
-                let promoted = trains
-                    .iter()
-                    .map(|t| complex_layer(&t.train))
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(sweep_error)?;
+                let promoted = checked(
+                    world,
+                    trains
+                        .iter()
+                        .map(|t| complex_layer(&t.train))
+                        .collect::<Result<Vec<_>, _>>()
+                        .map_err(sweep_error),
+                )?;
                 let layers: Vec<&dyn Layer<Complex64>> =
                     promoted.iter().map(ComplexLayer::as_layer).collect();
-                src(&layers, &src_options).map(|(t, _)| AnyTrain::Complex(t))
+                sweep_complex(&layers).map(|(t, _)| AnyTrain::Complex(t))
             }
         }
         .map_err(sweep_error)?;

@@ -212,6 +212,7 @@ pub fn sweep_error(error: SweepError) -> Error {
         | SweepError::Backend(BackendError::OutOfMemory { .. }) => TUTTI_ERROR_OUT_OF_MEMORY,
         SweepError::File { .. } | SweepError::Io { .. } => TUTTI_ERROR_IO,
         SweepError::RankPanicked { .. } => TUTTI_ERROR_PANIC,
+        SweepError::RankFailed { .. } => TUTTI_ERROR_REMOTE,
         // Devices, collectives, and kinds the sweep adds later.
         _ => TUTTI_ERROR_DEVICE,
     };

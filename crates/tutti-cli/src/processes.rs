@@ -69,10 +69,18 @@ impl Processes {
     }
 
     /// The group of the computation: over MPI, this process's rank on one device of
-    /// `resources` (one device per process); else every device `resources` selects.
+    /// `resources` (one device per process), with its node share of the cores, host memory
+    /// and GPUs ([`tutti_mpi::node_share`]); else every device `resources` selects.
     pub fn group(&self, resources: &Resources, gpu_use: GpuUse) -> Result<Group, String> {
         #[cfg(feature = "mpi")]
         if let Some(world) = &self.world {
+            // The processes of one node share its cores, memory and GPUs.
+            let resources = tutti_mpi::node_share(
+                resources,
+                world.local_rank(),
+                world.local_size(),
+                tutti_mpi::Node::here(),
+            );
             let mut devices = resources.select_for(gpu_use).map_err(|e| e.to_string())?;
             if devices.len() != 1 {
                 return Err(format!(

@@ -97,6 +97,15 @@ pub enum FitError {
     /// A rank of the group panicked or could not start.
     #[error("{0}")]
     Group(String),
+    /// A rank in another process of a group spanning processes (MPI) failed; its error
+    /// crossed as text.
+    #[error("rank {rank} failed: {message}")]
+    RankFailed {
+        /// The rank that failed first.
+        rank: usize,
+        /// Its error's text.
+        message: String,
+    },
     /// An I/O error.
     #[error("{what}: {source}")]
     Io {
@@ -146,6 +155,7 @@ impl From<RunError<FitError>> for FitError {
     fn from(err: RunError<FitError>) -> Self {
         match err {
             RunError::Failed { error, .. } => error,
+            RunError::Remote { rank, message } => Self::RankFailed { rank, message },
             other => Self::Group(other.to_string()),
         }
     }

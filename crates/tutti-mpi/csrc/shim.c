@@ -143,3 +143,20 @@ int tutti_mpi_library_version(char *text, int capacity, int *len) {
 }
 
 int tutti_mpi_fint_bytes(void) { return (int)sizeof(MPI_Fint); }
+
+/* A blocking MPI_Alltoall of `piece` bytes per pair: the raw baseline of the benchmarks. */
+int tutti_mpi_alltoall_bytes(const void *send, void *receive, int piece, MPI_Fint comm) {
+    return MPI_Alltoall(send, piece, MPI_BYTE, receive, piece, MPI_BYTE, MPI_Comm_f2c(comm));
+}
+
+/* Tests one receive; when it completes, *received is the byte count that arrived. */
+int tutti_mpi_test_received(MPI_Fint *request, int *done, int *received) {
+    MPI_Request r = MPI_Request_f2c(*request);
+    MPI_Status status;
+    int code = MPI_Test(&r, done, &status);
+    *request = MPI_Request_c2f(r);
+    if (code == MPI_SUCCESS && *done) {
+        code = MPI_Get_count(&status, MPI_BYTE, received);
+    }
+    return code;
+}

@@ -35,7 +35,9 @@ impl<W: Wire> SpanningFabric<W> {
         }
     }
 
-    pub(crate) fn wire(&self) -> MutexGuard<'_, W> {
+    /// The wire itself, for work outside the round protocol (a benchmark's raw baseline).
+    /// Do not call it during a run on this fabric: the rounds would go out of step.
+    pub fn wire(&self) -> MutexGuard<'_, W> {
         // A panic while holding the wire leaves the ranks out of step, which the next
         // round's check reports; the lock itself stays usable.
         self.wire

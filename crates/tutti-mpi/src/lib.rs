@@ -13,6 +13,7 @@
 //!   threads standing in for processes ([`loopback()`]), which is how the protocol is
 //!   tested without MPI.
 //! - [`launch`]: whether a launcher (`mpirun`, `mpiexec`, `srun`) started this process.
+//! - [`node_share`]: a process's part of its node (cores, host memory, which GPU).
 //! - [`mpi::World`] (feature `mpi`): initialise or adopt MPI, and the fabric of its groups.
 //!
 //! Reductions stay in tutti (rank-ordered sums at the root), never `MPI_Allreduce` on
@@ -54,6 +55,7 @@ mod header;
 pub mod launch;
 mod loopback;
 mod session;
+mod share;
 mod wire;
 
 #[cfg(feature = "mpi")]
@@ -61,4 +63,5 @@ pub mod mpi;
 
 pub use fabric::SpanningFabric;
 pub use loopback::{loopback, on_loopback_processes, LoopbackWire, LOOPBACK_TIMEOUT};
+pub use share::{node_share, Node};
 pub use wire::{Wire, WireError};

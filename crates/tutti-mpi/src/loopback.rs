@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tutti_backend::{BackendError, Resources};
-use tutti_group::Group;
+use tutti_group::{Block, Group};
 
 use crate::fabric::SpanningFabric;
 use crate::wire::{Wire, WireError};
@@ -142,7 +142,7 @@ impl Wire for LoopbackWire {
         &mut self,
         send: &[&[u8]],
         receive_lens: &[usize],
-    ) -> Result<Vec<Vec<u8>>, WireError> {
+    ) -> Result<Vec<Block>, WireError> {
         for (dest, bytes) in send.iter().enumerate() {
             if !bytes.is_empty() {
                 self.send(dest, bytes.to_vec())?;
@@ -151,7 +151,7 @@ impl Wire for LoopbackWire {
         let mut received = Vec::with_capacity(receive_lens.len());
         for (source, &len) in receive_lens.iter().enumerate() {
             if len == 0 {
-                received.push(Vec::new());
+                received.push(Block::from(&[][..]));
                 continue;
             }
             let bytes = self.receive(source)?;
@@ -161,7 +161,7 @@ impl Wire for LoopbackWire {
                     bytes.len()
                 )));
             }
-            received.push(bytes);
+            received.push(Block::from(bytes));
         }
         Ok(received)
     }

@@ -172,10 +172,7 @@ fn run_round<W: Wire>(
             .map(|h| receive_len(h.block_len))
             .collect::<Result<Vec<_>, _>>()?;
         let send: Vec<&[u8]> = outgoing.iter().map(|b| &b[..]).collect();
-        let blocks = wire.all_to_all_v(&send, &lens)?;
-        return Ok(Outcome::Blocks(
-            blocks.into_iter().map(Block::from).collect(),
-        ));
+        return Ok(Outcome::Blocks(wire.all_to_all_v(&send, &lens)?));
     }
     let texts = if verdict.needs_texts() {
         let lens = headers

@@ -6,6 +6,8 @@
 
 use std::fmt;
 
+use tutti_group::Block;
+
 /// Why a [`Wire`] operation failed: the MPI error text, a peer that vanished, or a watchdog
 /// timeout.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -36,11 +38,12 @@ pub trait Wire: Send {
     fn all_to_all(&mut self, send: &[u8], piece: usize) -> Result<Vec<u8>, WireError>;
 
     /// A variable all-to-all whose sizes every receiver already knows: sends `send[j]` to
-    /// rank `j` and returns `incoming[i]` from rank `i`, of `receive_lens[i]` bytes.
-    /// Empty blocks move no message.
+    /// rank `j` and returns `incoming[i]` from rank `i`, of `receive_lens[i]` bytes, as the
+    /// blocks the collectives hand on (received in place, not copied after). Empty blocks
+    /// move no message.
     fn all_to_all_v(
         &mut self,
         send: &[&[u8]],
         receive_lens: &[usize],
-    ) -> Result<Vec<Vec<u8>>, WireError>;
+    ) -> Result<Vec<Block>, WireError>;
 }

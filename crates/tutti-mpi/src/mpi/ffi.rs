@@ -45,6 +45,17 @@ extern "C" {
         request: *mut Fint,
     ) -> c_int;
     pub(crate) fn tutti_mpi_test(request: *mut Fint, done: *mut c_int) -> c_int;
+    pub(crate) fn tutti_mpi_test_received(
+        request: *mut Fint,
+        done: *mut c_int,
+        received: *mut c_int,
+    ) -> c_int;
+    pub(crate) fn tutti_mpi_alltoall_bytes(
+        send: *const c_void,
+        receive: *mut c_void,
+        piece: c_int,
+        comm: Fint,
+    ) -> c_int;
     pub(crate) fn tutti_mpi_request_null() -> Fint;
     pub(crate) fn tutti_mpi_abort(comm: Fint, code: c_int) -> c_int;
     pub(crate) fn tutti_mpi_error_string(

@@ -3,7 +3,11 @@
 //! optional watchdog.
 
 use std::ffi::c_int;
+use std::mem::MaybeUninit;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use tutti_group::Block;
 
 use super::ffi::{self, check, Fint};
 use crate::wire::{Wire, WireError};
@@ -11,6 +15,9 @@ use crate::wire::{Wire, WireError};
 /// Bytes of one point-to-point message at most: MPI counts are C `int`s, so larger blocks
 /// go as several messages (one source and tag keep their order).
 const CHUNK_BYTES: usize = 1 << 30;
+
+/// How long a wait polls between yields before it starts to sleep (see `wait_all`).
+const YIELD_POLLING: Duration = Duration::from_millis(20);
 
 /// The tag of tutti's blocks on its private communicator.
 const BLOCK_TAG: c_int = 7;
@@ -104,23 +111,32 @@ impl MpiWire {
             if !pending {
                 return Ok(());
             }
-            if let Some(limit) = self.watchdog {
-                if started.elapsed() > limit {
-                    self.watchdog_abort(&format!(
-                        "rank {} waited {:.0} s in {} (TUTTI_MPI_TIMEOUT)",
-                        self.rank,
-                        started.elapsed().as_secs_f64(),
-                        what()
-                    ));
-                }
+            self.back_off(started, &mut idle_polls, what);
+        }
+    }
+
+    /// One pause of a wait that began at `started`, and the watchdog's check.
+    fn back_off(&self, started: Instant, idle_polls: &mut u32, what: &dyn Fn() -> String) {
+        if let Some(limit) = self.watchdog {
+            if started.elapsed() > limit {
+                self.watchdog_abort(&format!(
+                    "rank {} waited {:.0} s in {} (TUTTI_MPI_TIMEOUT)",
+                    self.rank,
+                    started.elapsed().as_secs_f64(),
+                    what()
+                ));
             }
-            idle_polls = idle_polls.saturating_add(1);
-            if idle_polls < 64 {
-                std::thread::yield_now();
-            } else {
-                let micros = 10u64 << (idle_polls - 64).min(7);
-                std::thread::sleep(Duration::from_micros(micros.min(1000)));
-            }
+        }
+        // MPI moves a large message in fragments only while it is polled, so the first
+        // YIELD_POLLING of a wait polls between yields (the other ranks of an
+        // oversubscribed node still get the cores); a longer wait is another rank's
+        // computation, and sleeps of 50 us growing to 1 ms keep it from burning a core.
+        if started.elapsed() < YIELD_POLLING {
+            std::thread::yield_now();
+        } else {
+            *idle_polls = idle_polls.saturating_add(1);
+            let micros = 50u64 << (*idle_polls).min(5);
+            std::thread::sleep(Duration::from_micros(micros.min(1000)));
         }
     }
 
@@ -142,6 +158,38 @@ impl MpiWire {
 
     fn peer(rank: usize) -> c_int {
         c_int::try_from(rank).unwrap_or(c_int::MAX)
+    }
+}
+
+impl MpiWire {
+    /// A blocking `MPI_Alltoall` of `piece` bytes per pair on the wire's communicator,
+    /// outside the round protocol: the raw baseline the benchmarks compare the transport
+    /// with. Collective.
+    pub fn raw_all_to_all(&mut self, send: &[u8], piece: usize) -> Result<Vec<u8>, WireError> {
+        self.check_thread()?;
+        let expected = piece.checked_mul(self.size);
+        if expected != Some(send.len()) {
+            return Err(WireError(format!(
+                "{} bytes to send are not {} pieces of {piece}",
+                send.len(),
+                self.size
+            )));
+        }
+        let count = c_int::try_from(piece)
+            .map_err(|_| WireError(format!("a piece of {piece} bytes exceeds an MPI count")))?;
+        let mut receive = vec![0u8; send.len()];
+        // SAFETY: both buffers hold size * piece bytes; the call is blocking, so they are not
+        // used after it returns.
+        let code = unsafe {
+            ffi::tutti_mpi_alltoall_bytes(
+                send.as_ptr().cast(),
+                receive.as_mut_ptr().cast(),
+                count,
+                self.comm,
+            )
+        };
+        check(code, "MPI_Alltoall").map_err(WireError)?;
+        Ok(receive)
     }
 }
 
@@ -197,28 +245,58 @@ impl Wire for MpiWire {
         &mut self,
         send: &[&[u8]],
         receive_lens: &[usize],
-    ) -> Result<Vec<Vec<u8>>, WireError> {
+    ) -> Result<Vec<Block>, WireError> {
         self.check_thread()?;
-        let mut incoming: Vec<Vec<u8>> = receive_lens.iter().map(|&n| vec![0u8; n]).collect();
-        let mut requests: Vec<Fint> = Vec::new();
-        let post = |requests: &mut Vec<Fint>, result: Result<Fint, String>| match result {
-            Ok(request) => {
-                requests.push(request);
-                Ok(())
-            }
-            Err(error) => Err(WireError(error)),
-        };
-        // Receives first, then sends; a block to itself is a copy.
+        if send.len() != self.size || receive_lens.len() != self.size {
+            return Err(WireError(format!(
+                "{} blocks to send and {} to receive in a group of {}",
+                send.len(),
+                receive_lens.len(),
+                self.size
+            )));
+        }
+        if send[self.rank].len() != receive_lens[self.rank] {
+            return Err(WireError(format!(
+                "rank {} announced {} bytes to itself and sent {}",
+                self.rank,
+                receive_lens[self.rank],
+                send[self.rank].len()
+            )));
+        }
+        // The blocks are received in place, into the allocations the collectives hand on:
+        // no zeroing and no copy after. Every byte is written before `assume_init`: each
+        // chunk's receive is checked to have brought exactly its length.
+        let mut incoming: Vec<Arc<[MaybeUninit<u8>]>> = receive_lens
+            .iter()
+            .map(|&len| Arc::new_uninit_slice(len))
+            .collect();
+        let mut receives: Vec<(Fint, usize)> = Vec::new();
+        let mut sends: Vec<Fint> = Vec::new();
         let mut outcome = Ok(());
         for (source, block) in incoming.iter_mut().enumerate() {
-            if source == self.rank || outcome.is_err() {
+            let Some(block) = Arc::get_mut(block) else {
+                outcome = Err(WireError("a fresh block is shared".into()));
+                break;
+            };
+            if source == self.rank {
+                let own = send[self.rank];
+                // SAFETY: `block` holds exactly own.len() bytes (checked above), and a fresh
+                // allocation overlaps no input.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        own.as_ptr(),
+                        block.as_mut_ptr().cast(),
+                        own.len(),
+                    );
+                }
                 continue;
             }
             for chunk in block.chunks_mut(CHUNK_BYTES) {
                 // SAFETY: a constant getter of the shim.
                 let mut request = unsafe { ffi::tutti_mpi_request_null() };
-                // SAFETY: `chunk` is valid for `count` bytes and outlives the request:
-                // `incoming` is only read after `wait_all` below has completed every one.
+                // SAFETY: `chunk` is valid for writes of `count` bytes and outlives the
+                // request: `incoming` is only read after `wait_all` below has completed
+                // every one (or dropped unread after an error).
                 let code = unsafe {
                     ffi::tutti_mpi_irecv_bytes(
                         chunk.as_mut_ptr().cast(),
@@ -229,10 +307,14 @@ impl Wire for MpiWire {
                         &mut request,
                     )
                 };
-                outcome = post(&mut requests, check(code, "MPI_Irecv").map(|()| request));
+                outcome = check(code, "MPI_Irecv").map_err(WireError);
                 if outcome.is_err() {
                     break;
                 }
+                receives.push((request, chunk.len()));
+            }
+            if outcome.is_err() {
+                break;
             }
         }
         for (dest, block) in send.iter().enumerate() {
@@ -254,28 +336,65 @@ impl Wire for MpiWire {
                         &mut request,
                     )
                 };
-                outcome = post(&mut requests, check(code, "MPI_Isend").map(|()| request));
+                outcome = check(code, "MPI_Isend").map_err(WireError);
                 if outcome.is_err() {
                     break;
                 }
+                sends.push(request);
             }
         }
         // Requests already posted are completed even after a failed post, so that no buffer
         // is freed under a pending request.
-        let waited = self.wait_all(&mut requests, &|| "the block exchange".to_string());
+        let received = self.wait_receives(&mut receives);
+        let sent = self.wait_all(&mut sends, &|| "the block exchange".to_string());
         outcome?;
-        waited?;
-        if let (Some(own), Some(block)) = (incoming.get_mut(self.rank), send.get(self.rank)) {
-            if own.len() != block.len() {
-                return Err(WireError(format!(
-                    "rank {} announced {} bytes to itself and sent {}",
-                    self.rank,
-                    own.len(),
-                    block.len()
-                )));
+        received?;
+        sent?;
+        Ok(incoming
+            .into_iter()
+            // SAFETY: every byte of every block was written: its own block by the copy
+            // above, the others by receives that each brought exactly their chunk's length
+            // (checked by wait_receives).
+            .map(|block| unsafe { block.assume_init() })
+            .collect())
+    }
+}
+
+impl MpiWire {
+    /// Waits for the receives as `wait_all` does, and checks that each brought exactly
+    /// the bytes its header announced.
+    fn wait_receives(&self, receives: &mut [(Fint, usize)]) -> Result<(), WireError> {
+        // SAFETY: a constant getter of the shim.
+        let null = unsafe { ffi::tutti_mpi_request_null() };
+        let started = Instant::now();
+        let mut idle_polls: u32 = 0;
+        let mut short = None;
+        loop {
+            let mut pending = false;
+            for (request, expected) in receives.iter_mut().filter(|(r, _)| *r != null) {
+                let (mut done, mut got): (c_int, c_int) = (0, 0);
+                // SAFETY: `request` is a live receive of this wire; the pointers are locals.
+                let code = unsafe { ffi::tutti_mpi_test_received(request, &mut done, &mut got) };
+                check(code, "MPI_Test").map_err(WireError)?;
+                if done == 0 {
+                    pending = true;
+                } else if usize::try_from(got).ok() != Some(*expected) {
+                    short.get_or_insert((got, *expected));
+                }
             }
-            own.copy_from_slice(block);
+            if !pending {
+                break;
+            }
+            self.back_off(started, &mut idle_polls, &|| {
+                "the block exchange".to_string()
+            });
         }
-        Ok(incoming)
+        match short {
+            None => Ok(()),
+            Some((got, expected)) => Err(WireError(format!(
+                "a peer sent {got} bytes where its header announced {expected} (a different \
+                 tutti build on that rank?)"
+            ))),
+        }
     }
 }

@@ -1,0 +1,148 @@
+//! A process's share of its node: when several processes of an MPI job run on one node, each
+//! takes its part of the cores, the host memory and the GPUs, instead of each assuming the
+//! whole node (which would oversubscribe the cores L times and put every process on GPU 0).
+
+use tutti_backend::{DeviceRequest, KindRequest, Resources};
+
+/// What the node has, as this process sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Node {
+    /// Cores this process may run on (its affinity mask: a launcher that binds processes to
+    /// cores narrows it).
+    pub cores_here: usize,
+    /// Cores online on the node.
+    pub cores_online: usize,
+    /// Physical host memory in bytes.
+    pub host_memory: u64,
+    /// GPUs this process sees (after `CUDA_VISIBLE_DEVICES`); 0 without CUDA.
+    pub gpus: usize,
+}
+
+impl Node {
+    /// This node, read from the operating system and the CUDA driver.
+    pub fn here() -> Self {
+        let cores_here = tutti_backend::system::host_cores();
+        // SAFETY: sysconf reads a system constant; no pointers are involved.
+        let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+        Self {
+            cores_here,
+            cores_online: usize::try_from(online)
+                .unwrap_or(cores_here)
+                .max(cores_here),
+            host_memory: tutti_backend::system::host_memory().map_or(0, |m| m.total),
+            gpus: tutti_backend::gpu_count().unwrap_or(0),
+        }
+    }
+}
+
+/// `resources` for the process of node-local rank `local_rank` among `local_size` on `node`:
+///
+/// - **Cores.** Without a cap of the caller's, a process whose launcher did not bind it (it
+///   may run on every online core) takes `cores / local_size`, the remainder going to the
+///   first processes. A bound process keeps its binding.
+/// - **Host memory.** Without a cap of the caller's, `memory / local_size`.
+/// - **GPU.** A request that may open GPUs (`gpu` or `auto`) for all devices or one device
+///   names GPU `local_rank % gpus`, so the processes of a node spread over its GPUs (two
+///   processes share one when there are more processes than GPUs). Explicit ordinals are
+///   kept.
+///
+/// One process alone on its node (`local_size` 1) keeps `resources` as they are.
+pub fn node_share(
+    resources: &Resources,
+    local_rank: usize,
+    local_size: usize,
+    node: Node,
+) -> Resources {
+    let mut shared = resources.clone();
+    if local_size <= 1 {
+        return shared;
+    }
+    if shared.host_cores.is_none() && node.cores_here >= node.cores_online {
+        let cores = node.cores_online;
+        let share = cores / local_size + usize::from(local_rank < cores % local_size);
+        shared = shared.with_host_cores(share.max(1));
+    }
+    if shared.host_memory_cap.is_none() && node.host_memory > 0 {
+        shared = shared.with_host_memory_cap(node.host_memory / local_size as u64);
+    }
+    let one_device = matches!(shared.devices, DeviceRequest::All | DeviceRequest::Count(1));
+    if shared.kind != KindRequest::Cpu && one_device && node.gpus > 0 {
+        shared = shared.with_devices(DeviceRequest::Ordinals(vec![local_rank % node.gpus]));
+    }
+    shared
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NODE: Node = Node {
+        cores_here: 16,
+        cores_online: 16,
+        host_memory: 128 << 30,
+        gpus: 4,
+    };
+
+    #[test]
+    fn one_process_keeps_its_resources() {
+        let resources = Resources::default();
+        assert_eq!(node_share(&resources, 0, 1, NODE), resources);
+    }
+
+    #[test]
+    fn unbound_processes_split_the_cores_and_memory_evenly() {
+        let cpu = Resources::cpu(1);
+        let shares: Vec<Resources> = (0..3).map(|l| node_share(&cpu, l, 3, NODE)).collect();
+        let cores: Vec<usize> = shares.iter().filter_map(|r| r.host_cores).collect();
+        assert_eq!(cores, vec![6, 5, 5], "16 cores over 3 processes");
+        assert!(shares
+            .iter()
+            .all(|r| r.host_memory_cap == Some((128 << 30) / 3)));
+        assert!(
+            shares.iter().all(|r| r.devices == DeviceRequest::Count(1)),
+            "cpu: no GPU"
+        );
+    }
+
+    #[test]
+    fn a_bound_process_and_caller_caps_are_kept() {
+        let bound = Node {
+            cores_here: 4,
+            ..NODE
+        };
+        let shared = node_share(&Resources::cpu(1), 1, 4, bound);
+        assert_eq!(shared.host_cores, None, "the launcher's binding decides");
+        let capped = Resources::cpu(1)
+            .with_host_cores(2)
+            .with_host_memory_cap(1 << 30);
+        let shared = node_share(&capped, 1, 4, NODE);
+        assert_eq!(
+            (shared.host_cores, shared.host_memory_cap),
+            (Some(2), Some(1 << 30))
+        );
+    }
+
+    #[test]
+    fn processes_spread_over_the_gpus_round_robin() {
+        let ordinal = |local_rank: usize, request: Resources| {
+            node_share(&request, local_rank, 6, NODE).devices
+        };
+        for (local, expected) in [(0, 0), (1, 1), (3, 3), (4, 0), (5, 1)] {
+            assert_eq!(
+                ordinal(local, Resources::default()),
+                DeviceRequest::Ordinals(vec![expected])
+            );
+            assert_eq!(
+                ordinal(local, Resources::gpu(1)),
+                DeviceRequest::Ordinals(vec![expected])
+            );
+        }
+        let explicit = Resources::gpu(1).with_devices(DeviceRequest::Ordinals(vec![2]));
+        assert_eq!(ordinal(4, explicit), DeviceRequest::Ordinals(vec![2]));
+        let none = Node { gpus: 0, ..NODE };
+        assert_eq!(
+            node_share(&Resources::default(), 3, 6, none).devices,
+            DeviceRequest::All
+        );
+    }
+}

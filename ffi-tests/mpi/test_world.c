@@ -1,0 +1,131 @@
+/*
+ * The C ABI over MPI processes (run under `mpirun -n N` by `cargo xtask mpi-test`): a host
+ * program that initialises MPI itself passes its communicator to tutti, gets FMM results
+ * bitwise equal to the same call on N simulated devices in one process, survives a tutti
+ * error on one process (the others get TUTTI_ERROR_REMOTE with its message), keeps using its
+ * own communicator, does it again on each half of a split communicator, and finalises.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mpi.h>
+
+#include "check.h"
+#include "tutti.h"
+#include "tutti_mpi.h"
+
+enum { N = 1500 };
+
+/* Deterministic bodies in [-1, 1)^3 and masses in [0.5, 1.5), the same on every process. */
+static void bodies(double *positions, double *masses) {
+    unsigned long long state = 12345;
+    for (int i = 0; i < 4 * N; i++) {
+        state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+        double u = (double)(state >> 11) / 9007199254740992.0;
+        if (i < 3 * N) {
+            positions[i] = 2.0 * u - 1.0;
+        } else {
+            masses[i - 3 * N] = 0.5 + u;
+        }
+    }
+}
+
+/* The FMM over `world` against the same call on `devices` devices in this process. */
+static void fmm_over(TuttiWorld *world, int devices, const char *what) {
+    static double positions[3 * N], masses[N];
+    static double potential[N], accel[3 * N], local_potential[N], local_accel[3 * N];
+    bodies(positions, masses);
+    TuttiFmmOptions options;
+    CHECK(tutti_fmm_options_default(&options) == TUTTI_OK, "%s: default options", what);
+    options.resources.kind = TUTTI_KIND_CPU;
+    options.resources.devices = 1;
+    options.resources.world = world;
+    int status = tutti_fmm(N, positions, masses, &options, potential, accel);
+    CHECK(status == TUTTI_OK, "%s: tutti_fmm over the world (%s)", what, tutti_last_error());
+
+    TuttiFmmOptions local;
+    tutti_fmm_options_default(&local);
+    local.resources.kind = TUTTI_KIND_CPU;
+    local.resources.devices = devices;
+    status = tutti_fmm(N, positions, masses, &local, local_potential, local_accel);
+    CHECK(status == TUTTI_OK, "%s: tutti_fmm on %d devices", what, devices);
+    CHECK(memcmp(potential, local_potential, sizeof potential) == 0 &&
+              memcmp(accel, local_accel, sizeof accel) == 0,
+          "%s: bitwise equal to %d devices in one process", what, devices);
+}
+
+int main(int argc, char **argv) {
+    int provided = 0;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
+    int rank = 0, size = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+
+    TuttiWorld *world = NULL;
+    CHECK(tutti_world_from_comm(MPI_COMM_WORLD, &world) == TUTTI_OK && world != NULL,
+          "rank %d: tutti_world_from_comm (%s)", rank, tutti_last_error());
+    int r = -1, s = -1, local_rank = -1, local_size = -1;
+    CHECK(tutti_world_info(world, &r, &s, &local_rank, &local_size) == TUTTI_OK,
+          "tutti_world_info");
+    CHECK(r == rank && s == size, "rank %d of %d, as MPI says", r, s);
+    CHECK(local_size == size && local_rank == rank, "one node: local rank %d of %d",
+          local_rank, local_size);
+
+    fmm_over(world, size, "MPI_COMM_WORLD");
+
+    /* A NaN mass on the last process only: it fails its own check, the others learn why. */
+    static double positions[3 * N], masses[N], potential[N], accel[3 * N];
+    bodies(positions, masses);
+    if (rank == size - 1) {
+        masses[7] = NAN;
+    }
+    TuttiFmmOptions options;
+    tutti_fmm_options_default(&options);
+    options.resources.kind = TUTTI_KIND_CPU;
+    options.resources.devices = 1;
+    options.resources.world = world;
+    int status = tutti_fmm(N, positions, masses, &options, potential, accel);
+    char expected[64];
+    snprintf(expected, sizeof expected, "rank %d failed", size - 1);
+    if (rank == size - 1) {
+        CHECK(status == TUTTI_ERROR_INVALID_ARGUMENT, "the bad process: its own error (%s)",
+              tutti_last_error());
+    } else {
+        CHECK(status == TUTTI_ERROR_REMOTE && strstr(tutti_last_error(), expected) != NULL &&
+                  strstr(tutti_last_error(), "of body 7 is NaN") != NULL,
+              "rank %d: TUTTI_ERROR_REMOTE naming rank %d and its message (%s)", rank, size - 1,
+              tutti_last_error());
+    }
+
+    /* The host's communicator is untouched: a collective of its own still works. */
+    int sum = 0;
+    MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    CHECK(sum == size * (size - 1) / 2, "MPI_Allreduce on the host communicator after it");
+
+    /* The world serves the next call after a failure. */
+    fmm_over(world, size, "after the failure");
+    CHECK(tutti_world_free(world) == TUTTI_OK, "tutti_world_free");
+
+    /* Each half of a split communicator is a world of its own. */
+    MPI_Comm half;
+    MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half);
+    int half_size = 0;
+    MPI_Comm_size(half, &half_size);
+    TuttiWorld *half_world = NULL;
+    CHECK(tutti_world_from_comm(half, &half_world) == TUTTI_OK, "a world over half");
+    tutti_world_info(half_world, &r, &s, NULL, NULL);
+    CHECK(s == half_size, "the half has %d processes", s);
+    fmm_over(half_world, half_size, "half of MPI_COMM_WORLD");
+    CHECK(tutti_world_free(half_world) == TUTTI_OK, "tutti_world_free of the half");
+    MPI_Comm_free(&half);
+
+    CHECK(tutti_world_from_comm(MPI_COMM_WORLD, NULL) == TUTTI_ERROR_NULL_POINTER,
+          "a NULL world_out is refused");
+    int failed = CHECK_SUMMARY();
+    MPI_Finalize();
+    if (failed == 0) {
+        printf("rank %d: ok\n", rank);
+    }
+    return failed;
+}
