@@ -23,19 +23,29 @@ pub struct ChaosOptions {
     kills: u32,
     replicates: u32,
     seed: u64,
+    /// Kill the release CLI (`cargo build --release`), or the dev-profile one (`--dev-cli`:
+    /// the CLI and the workloads optimised, debug assertions on), which CI's test step has
+    /// built already.
+    release: bool,
 }
 
 impl ChaosOptions {
     /// Parses `--kills N`, `--replicates N`, `--seed N` (defaults 200, 1000, 1: with kills
-    /// 5–100 ms apart, the campaign outlasts the kills, so every kill interrupts real work).
+    /// 5–100 ms apart, the campaign outlasts the kills, so every kill interrupts real work)
+    /// and `--dev-cli`.
     pub fn parse(args: &[String]) -> Result<Self, Failure> {
         let mut options = Self {
             kills: 200,
             replicates: 1000,
             seed: 1,
+            release: true,
         };
         let mut args = args.iter();
         while let Some(flag) = args.next() {
+            if flag == "--dev-cli" {
+                options.release = false;
+                continue;
+            }
             let value = args
                 .next()
                 .and_then(|v| v.parse::<u64>().ok())
@@ -129,8 +139,27 @@ fn table(stdout: &[u8]) -> String {
 }
 
 pub fn run_all(workspace: &Workspace, options: &ChaosOptions) -> Result<(), Failure> {
-    run(cargo().args(["build", "--release", "-p", "tutti-cli"]))?;
-    let cli = workspace.target_dir.join("release").join("tutti");
+    let profile_dir = if options.release {
+        run(cargo().args(["build", "--release", "-p", "tutti-cli"]))?;
+        "release"
+    } else {
+        // The `tutti` the test suite's command builds for the CLI's integration tests: the
+        // same command with `--no-run` is up to date after the suite (CI) and reuses its
+        // artifacts, where `cargo build -p tutti-cli` would re-resolve the features of a
+        // single package and rebuild the workloads.
+        run(cargo().args([
+            "test",
+            "--workspace",
+            "--exclude",
+            "tutti-benches",
+            "--lib",
+            "--bins",
+            "--tests",
+            "--no-run",
+        ]))?;
+        "debug"
+    };
+    let cli = workspace.target_dir.join(profile_dir).join("tutti");
     let work = workspace.target_dir.join("campaign-chaos");
     let _ = std::fs::remove_dir_all(&work);
     let dirs: Vec<PathBuf> = ["reference", "killed", "full-disk"]

@@ -3,12 +3,13 @@
 //! - `header [--check]`: generate `include/tutti.h` with cbindgen, or check it is current.
 //! - `check-layers`: the crates depend only on lower layers, and use every dependency they
 //!   declare, in the section it is declared in (`layers.rs`).
-//! - `ffi-test`: build libtutti and run the C, Fortran and Python tests of the C ABI.
+//! - `ffi-test [--debug-only]`: build libtutti and run the C, Fortran and Python tests of the
+//!   C ABI, against the debug and the release library (or the debug one only, as CI does).
 //! - `demo [ARGS...]`: `cargo run --release -p tutti-cli -- demo ARGS...`.
 //! - `bench [NAME...]`: run the named binaries of `tutti-benches` (all when none is named).
 //! - `fuzz [--seconds N] [--runs N] [TARGET...]`: build the libFuzzer targets of `fuzz/` and run
 //!   each for N seconds (default 60) or N executions.
-//! - `campaign-chaos [--kills N] [--replicates N] [--seed N]`: SIGKILL a checkpointed
+//! - `campaign-chaos [--kills N] [--replicates N] [--seed N] [--dev-cli]`: SIGKILL a checkpointed
 //!   campaign N times at random moments, resume it, check it against an uninterrupted run,
 //!   then fail a ledger write on a full "disk" and rerun.
 //! - `gpu-pack [--xz]`: build the GPU test binaries and the CUDA `tutti` (release, stripped)
@@ -42,13 +43,15 @@ tasks:
   header [--check]   generate include/tutti.h with cbindgen; --check fails if it is stale
   check-layers       fail when a crate depends on its own or a higher layer, or declares a
                      dependency its code does not use (or uses only in tests)
-  ffi-test           build libtutti, run the C, Fortran (gfortran) and Python (pytest) tests
+  ffi-test [--debug-only]
+                     build libtutti, run the C, Fortran (gfortran) and Python (pytest) tests
+                     against the debug and the release library (CI: the debug one only)
   demo [ARGS...]     cargo run --release -p tutti-cli -- demo ARGS...
   bench [NAME...]    run the tutti-benches binaries NAME... (all of them when none is named)
   fuzz [--seconds N] [--runs N] [TARGET...]
                      build the fuzz targets of fuzz/ (stable toolchain, RUSTC_BOOTSTRAP=1)
                      and run each for N seconds (default 60) or N executions
-  campaign-chaos [--kills N] [--replicates N] [--seed N]
+  campaign-chaos [--kills N] [--replicates N] [--seed N] [--dev-cli]
                      kill a checkpointed campaign N times (default 200), resume, compare with
                      an uninterrupted run; then a ledger write on a full disk, and a rerun
   gpu-pack [--xz]    build the GPU tests and `tutti` (release, cuda, stripped) into .gpu/ with
@@ -90,10 +93,13 @@ fn dispatch(args: &[String]) -> Result<(), Failure> {
             no_args(task, rest)?;
             layers::run()
         }
-        "ffi-test" => {
-            no_args(task, rest)?;
-            ffi::run_all(&Workspace::load()?)
-        }
+        "ffi-test" => match rest {
+            [] => ffi::run_all(&Workspace::load()?),
+            [flag] if flag == "--debug-only" => ffi::run_debug(&Workspace::load()?),
+            _ => Err(Failure::new(format!(
+                "ffi-test takes only `--debug-only`, got {rest:?}"
+            ))),
+        },
         "demo" => run(cargo()
             .args(["run", "--release", "-p", "tutti-cli", "--", "demo"])
             .args(rest)),

@@ -9,6 +9,9 @@ use std::process::Command;
 
 use crate::tools::{apt_install, cargo, on_path, run, Failure, Workspace};
 
+/// The features that build tutti with MPI.
+const MPI_FEATURES: &str = "tutti-mpi/mpi,tutti-cli/mpi,tutti-capi/mpi";
+
 /// Processes of the C and Fortran programs' `mpirun`: odd, so the split halves differ.
 const HOST_PROGRAM_PROCESSES: usize = 3;
 
@@ -19,30 +22,29 @@ pub fn run_all() -> Result<(), Failure> {
             "mpicc or mpirun is not on PATH",
         )?;
     }
+    // The lint and the tests select the whole workspace, as the suite's steps do, and add
+    // the `mpi` features: cargo then unifies the dependencies' features as it did there and
+    // rebuilds only what the features change (tutti-mpi and the crates above it). Selecting
+    // single packages (`-p`) re-resolved them and rebuilt about 4 minutes of dependencies
+    // on a clean clone.
     run(cargo().args([
         "clippy",
-        "-p",
-        "tutti-mpi",
-        "-p",
-        "tutti-cli",
-        "--features",
-        "tutti-mpi/mpi,tutti-cli/mpi",
+        "--workspace",
         "--all-targets",
+        "--features",
+        &format!("{MPI_FEATURES},tutti-benches/mpi"),
         "--",
         "-D",
         "warnings",
     ]))?;
     run(cargo()
-        .args(["test", "-p", "tutti-mpi", "--features", "mpi"])
-        .env("TUTTI_REQUIRE_MPI", "1"))?;
-    // The CLI's own tests ran in the suite; only its mpirun cases need the feature.
-    run(cargo()
         .args([
             "test",
-            "-p",
-            "tutti-cli",
+            "--workspace",
+            "--exclude",
+            "tutti-benches",
             "--features",
-            "mpi",
+            MPI_FEATURES,
             "--test",
             "mpirun",
         ])
@@ -54,6 +56,8 @@ pub fn run_all() -> Result<(), Failure> {
 /// their communicator to libtutti (built with `--features mpi`), under `mpirun`: every
 /// process must print `rank R: ok`.
 fn host_programs(workspace: &Workspace) -> Result<(), Failure> {
+    // The library alone, as `ffi-test` builds it next (without `mpi`): the two share every
+    // dependency, so the features' re-resolution for a single package is paid once.
     run(cargo().args(["build", "-p", "tutti-capi", "--features", "mpi"]))?;
     let root = &workspace.root;
     let lib_dir = workspace.target_dir.join("debug");

@@ -326,30 +326,36 @@ pub unsafe extern "C" fn tutti_rhf_energy(
 ) -> c_int {
     ffi_call("tutti_rhf_energy", || {
         let started = Instant::now();
-        // SAFETY: the caller's promises above; the helper checks NULL and UTF-8.
-        let (xyz_text, basis) =
-            unsafe { (input_str(xyz_text, "xyz_text")?, input_str(basis, "basis")?) };
-        check_disjoint(&[
-            string_region("xyz_text", xyz_text),
-            string_region("basis", basis),
-            Region::input("options", options, 1),
-            Region::output("result_out", result_out, 1),
-            Region::output("json_out", json_out, 1),
-        ])?;
-        // SAFETY: the caller's promises above; the helpers check NULL and alignment; the
-        // outputs overlap nothing (checked above).
-        let (result_out, json_out, (settings, charge)) = unsafe {
-            (
-                Out::new(result_out, "result_out")?,
-                optional_json_out(json_out)?,
-                read_options(options)?,
-            )
-        };
-        let molecule = checked(
+        // The options first: with a world, every later check's failure releases the other
+        // processes (`checked`).
+        // SAFETY: NULL or valid for reading a TuttiRhfOptions (the caller's promise).
+        let (settings, charge) = unsafe { read_options(options)? };
+        let (basis, molecule, result_out, json_out) = checked(
             settings.world,
-            Molecule::from_xyz(xyz_text)
-                .and_then(|molecule| molecule.with_charge(charge))
-                .map_err(adjoint_error),
+            (|| {
+                // SAFETY: the caller's promises above; the helper checks NULL and UTF-8.
+                let (xyz_text, basis) =
+                    unsafe { (input_str(xyz_text, "xyz_text")?, input_str(basis, "basis")?) };
+                check_disjoint(&[
+                    string_region("xyz_text", xyz_text),
+                    string_region("basis", basis),
+                    Region::input("options", options, 1),
+                    Region::output("result_out", result_out, 1),
+                    Region::output("json_out", json_out, 1),
+                ])?;
+                // SAFETY: the caller's promises above; the helpers check NULL and alignment; the
+                // outputs overlap nothing (checked above).
+                let (result_out, json_out) = unsafe {
+                    (
+                        Out::new(result_out, "result_out")?,
+                        optional_json_out(json_out)?,
+                    )
+                };
+                let molecule = Molecule::from_xyz(xyz_text)
+                    .and_then(|molecule| molecule.with_charge(charge))
+                    .map_err(adjoint_error)?;
+                Ok((basis, molecule, result_out, json_out))
+            })(),
         )?;
         energy(molecule, basis, &settings, started, result_out, json_out)
     })
@@ -376,56 +382,63 @@ pub unsafe extern "C" fn tutti_rhf_energy_bohr(
 ) -> c_int {
     ffi_call("tutti_rhf_energy_bohr", || {
         let started = Instant::now();
-        let atoms = positive_count(n_atoms, "n_atoms")?;
-        let coordinates = atoms.checked_mul(3).ok_or_else(|| {
-            Error::invalid_argument(format!("argument `n_atoms` is {atoms}: too many atoms"))
-        })?;
-        // SAFETY: the caller's promises above; the helpers check NULL, alignment, lengths
-        // and UTF-8.
-        let (numbers, positions, basis) = unsafe {
-            (
-                input_slice(atomic_numbers, atoms, "atomic_numbers")?,
-                input_slice(coordinates_bohr, coordinates, "coordinates_bohr")?,
-                input_str(basis, "basis")?,
-            )
-        };
-        check_disjoint(&[
-            Region::input("atomic_numbers", numbers.as_ptr(), numbers.len()),
-            Region::input("coordinates_bohr", positions.as_ptr(), positions.len()),
-            string_region("basis", basis),
-            Region::input("options", options, 1),
-            Region::output("result_out", result_out, 1),
-            Region::output("json_out", json_out, 1),
-        ])?;
-        // SAFETY: the caller's promises above; the helpers check NULL and alignment; the
-        // outputs overlap nothing (checked above).
-        let (result_out, json_out, (settings, charge)) = unsafe {
-            (
-                Out::new(result_out, "result_out")?,
-                optional_json_out(json_out)?,
-                read_options(options)?,
-            )
-        };
-        let atoms: Result<Vec<Atom>, Error> = numbers
-            .iter()
-            .zip(positions.chunks_exact(3))
-            .enumerate()
-            .map(|(index, (&number, xyz))| {
-                let charge = u32::try_from(number).map_err(|_| {
+        // The options first: with a world, every later check's failure releases the other
+        // processes (`checked`).
+        // SAFETY: NULL or valid for reading a TuttiRhfOptions (the caller's promise).
+        let (settings, charge) = unsafe { read_options(options)? };
+        let (basis, molecule, result_out, json_out) = checked(
+            settings.world,
+            (|| {
+                let atoms = positive_count(n_atoms, "n_atoms")?;
+                let coordinates = atoms.checked_mul(3).ok_or_else(|| {
                     Error::invalid_argument(format!(
-                        "atomic_numbers[{index}] is {number}: expected 1 (H) to 36 (Kr)"
+                        "argument `n_atoms` is {atoms}: too many atoms"
                     ))
                 })?;
-                Ok(Atom {
-                    charge,
-                    position: [xyz[0], xyz[1], xyz[2]],
-                })
-            })
-            .collect();
-        // With a world, a failure of these checks releases the other processes.
-        let molecule = checked(
-            settings.world,
-            atoms.and_then(|atoms| Molecule::new(atoms, charge).map_err(adjoint_error)),
+                // SAFETY: the caller's promises above; the helpers check NULL, alignment, lengths
+                // and UTF-8.
+                let (numbers, positions, basis) = unsafe {
+                    (
+                        input_slice(atomic_numbers, atoms, "atomic_numbers")?,
+                        input_slice(coordinates_bohr, coordinates, "coordinates_bohr")?,
+                        input_str(basis, "basis")?,
+                    )
+                };
+                check_disjoint(&[
+                    Region::input("atomic_numbers", numbers.as_ptr(), numbers.len()),
+                    Region::input("coordinates_bohr", positions.as_ptr(), positions.len()),
+                    string_region("basis", basis),
+                    Region::input("options", options, 1),
+                    Region::output("result_out", result_out, 1),
+                    Region::output("json_out", json_out, 1),
+                ])?;
+                // SAFETY: the caller's promises above; the helpers check NULL and alignment; the
+                // outputs overlap nothing (checked above).
+                let (result_out, json_out) = unsafe {
+                    (
+                        Out::new(result_out, "result_out")?,
+                        optional_json_out(json_out)?,
+                    )
+                };
+                let atoms: Result<Vec<Atom>, Error> = numbers
+                    .iter()
+                    .zip(positions.chunks_exact(3))
+                    .enumerate()
+                    .map(|(index, (&number, xyz))| {
+                        let charge = u32::try_from(number).map_err(|_| {
+                            Error::invalid_argument(format!(
+                                "atomic_numbers[{index}] is {number}: expected 1 (H) to 36 (Kr)"
+                            ))
+                        })?;
+                        Ok(Atom {
+                            charge,
+                            position: [xyz[0], xyz[1], xyz[2]],
+                        })
+                    })
+                    .collect();
+                let molecule = Molecule::new(atoms?, charge).map_err(adjoint_error)?;
+                Ok((basis, molecule, result_out, json_out))
+            })(),
         )?;
         energy(molecule, basis, &settings, started, result_out, json_out)
     })

@@ -318,33 +318,42 @@ pub unsafe extern "C" fn tutti_rhf_gradient(
         // SAFETY: NULL or valid for reading a TuttiGradientOptions (the caller's promise);
         // the helper checks alignment.
         let options = unsafe { input_options(options, "options")? };
-        let serial = match options.serial {
-            0 => false,
-            1 => true,
-            other => {
-                return Err(Error::invalid_argument(format!(
-                    "options->serial is {other}: expected 0 (threaded) or 1 (serial)"
-                )))
-            }
-        };
-        // SAFETY: the caller's promises above; the helper checks NULL and UTF-8.
-        let (xyz_text, basis_name) =
-            unsafe { (input_str(xyz_text, "xyz_text")?, input_str(basis, "basis")?) };
-        check_disjoint(&[
-            string_region("xyz_text", xyz_text),
-            string_region("basis", basis_name),
-            Region::output("result_out", result_out, 1),
-            Region::output("json_out", json_out, 1),
-        ])?;
-        // SAFETY: the caller's promises above; the helpers check NULL and alignment; the
-        // outputs overlap nothing (checked above); `options.rhf` is a local.
-        let (result_out, json_out, (settings, charge)) = unsafe {
-            (
-                Out::new(result_out, "result_out")?,
-                optional_json_out(json_out)?,
-                read_options(&options.rhf)?,
-            )
-        };
+        // The options' world first: with one, every later check's failure releases the
+        // other processes (`checked`).
+        // SAFETY: `options.rhf` is a local copy; its resources' pointers are the caller's.
+        let (settings, charge) = unsafe { read_options(&options.rhf)? };
+        let (xyz_text, basis_name, result_out, json_out, serial) = checked(
+            settings.world,
+            (|| {
+                let serial = match options.serial {
+                    0 => false,
+                    1 => true,
+                    other => {
+                        return Err(Error::invalid_argument(format!(
+                            "options->serial is {other}: expected 0 (threaded) or 1 (serial)"
+                        )))
+                    }
+                };
+                // SAFETY: the caller's promises above; the helper checks NULL and UTF-8.
+                let (xyz_text, basis_name) =
+                    unsafe { (input_str(xyz_text, "xyz_text")?, input_str(basis, "basis")?) };
+                check_disjoint(&[
+                    string_region("xyz_text", xyz_text),
+                    string_region("basis", basis_name),
+                    Region::output("result_out", result_out, 1),
+                    Region::output("json_out", json_out, 1),
+                ])?;
+                // SAFETY: the caller's promises above; the helpers check NULL and alignment; the
+                // outputs overlap nothing (checked above).
+                let (result_out, json_out) = unsafe {
+                    (
+                        Out::new(result_out, "result_out")?,
+                        optional_json_out(json_out)?,
+                    )
+                };
+                Ok((xyz_text, basis_name, result_out, json_out, serial))
+            })(),
+        )?;
         // With a world, a failure of these checks releases the other processes.
         let (molecule, basis_set, basis) = checked(
             settings.world,

@@ -124,6 +124,11 @@ pub fn fmm_on(
     let ranks = group.size();
     let n = positions.len();
     if n == 0 {
+        // Every path of a spanning group meets the others in one run: a process that failed
+        // its checks waits in that run's first round (`before_run`).
+        if group.is_spanning() {
+            group.run(|_| Ok::<(), FmmError>(()))?;
+        }
         return Ok(FmmOutput {
             potential: Vec::new(),
             accel: Vec::new(),

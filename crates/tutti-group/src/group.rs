@@ -260,8 +260,13 @@ where
     match outcome {
         Ok(Ok(value)) => {
             transport.leave();
-            match remote(transport.as_ref()) {
-                Some(failure) => Err(failure),
+            // Any failure the leave round learned of, this rank's own included (a transport
+            // that broke in it), makes the run fail.
+            match transport.failure() {
+                Some((origin, message)) => Err(RunError::Remote {
+                    rank: origin,
+                    message,
+                }),
                 None => Ok(vec![value]),
             }
         }

@@ -120,7 +120,14 @@ impl Wire for LoopbackWire {
         self.to.len()
     }
 
-    fn all_to_all(&mut self, send: &[u8], piece: usize) -> Result<Vec<u8>, WireError> {
+    fn all_to_all(&mut self, send: Vec<u8>, piece: usize) -> Result<Vec<u8>, WireError> {
+        if piece.checked_mul(self.size()) != Some(send.len()) {
+            return Err(WireError(format!(
+                "{} bytes to send are not {} pieces of {piece}",
+                send.len(),
+                self.size()
+            )));
+        }
         for (dest, bytes) in send.chunks_exact(piece).enumerate() {
             self.send(dest, bytes.to_vec())?;
         }
@@ -140,7 +147,7 @@ impl Wire for LoopbackWire {
 
     fn all_to_all_v(
         &mut self,
-        send: &[&[u8]],
+        send: &[Block],
         receive_lens: &[usize],
     ) -> Result<Vec<Block>, WireError> {
         for (dest, bytes) in send.iter().enumerate() {

@@ -108,6 +108,11 @@ impl<'a, W: Wire> Session<'a, W> {
                 let message = format!("transport failure in round {round}: {error}");
                 self.fabric.break_with(&message);
                 state.closed = Some(Closed::Broken(message.clone()));
+                // Reported as this rank's failure, so that a leave that met it is no
+                // success: the other processes' verdict is unknown.
+                state
+                    .failure
+                    .get_or_insert((self.fabric.rank_of_wire(), message.clone()));
                 Err(CommError::Transport(message))
             }
         }
@@ -159,7 +164,7 @@ fn run_round<W: Wire>(
         }
         .encode(piece);
     }
-    let received = wire.all_to_all(&send, HEADER_BYTES)?;
+    let received = wire.all_to_all(send, HEADER_BYTES)?;
     let headers = received
         .chunks_exact(HEADER_BYTES)
         .enumerate()
@@ -171,15 +176,14 @@ fn run_round<W: Wire>(
             .iter()
             .map(|h| receive_len(h.block_len))
             .collect::<Result<Vec<_>, _>>()?;
-        let send: Vec<&[u8]> = outgoing.iter().map(|b| &b[..]).collect();
-        return Ok(Outcome::Blocks(wire.all_to_all_v(&send, &lens)?));
+        return Ok(Outcome::Blocks(wire.all_to_all_v(outgoing, &lens)?));
     }
     let texts = if verdict.needs_texts() {
         let lens = headers
             .iter()
             .map(|h| receive_len(h.text_len))
             .collect::<Result<Vec<_>, _>>()?;
-        let send = vec![text.as_bytes(); size];
+        let send = vec![Block::from(text.as_bytes()); size];
         wire.all_to_all_v(&send, &lens)?
             .into_iter()
             .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())

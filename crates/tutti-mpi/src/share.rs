@@ -37,9 +37,11 @@ impl Node {
 
 /// `resources` for the process of node-local rank `local_rank` among `local_size` on `node`:
 ///
-/// - **Cores.** Without a cap of the caller's, a process whose launcher did not bind it (it
-///   may run on every online core) takes `cores / local_size`, the remainder going to the
-///   first processes. A bound process keeps its binding.
+/// - **Cores.** Without a cap of the caller's, a process takes `cores / local_size` of the
+///   node's online cores (the remainder going to the first processes), or fewer when its
+///   launcher bound it to fewer. A binding to a socket shared with other processes thus
+///   takes the even share, not the socket. Processes that share one cgroup cpuset or quota
+///   smaller than the node are not detected (that needs their affinity masks gathered).
 /// - **Host memory.** Without a cap of the caller's, `memory / local_size`.
 /// - **GPU.** A request that may open GPUs (`gpu` or `auto`) for all devices or one device
 ///   names GPU `local_rank % gpus`, so the processes of a node spread over its GPUs (two
@@ -57,10 +59,12 @@ pub fn node_share(
     if local_size <= 1 {
         return shared;
     }
-    if shared.host_cores.is_none() && node.cores_here >= node.cores_online {
-        let cores = node.cores_online;
-        let share = cores / local_size + usize::from(local_rank < cores % local_size);
-        shared = shared.with_host_cores(share.max(1));
+    if shared.host_cores.is_none() {
+        let cores = node.cores_online.max(1);
+        let even = cores / local_size + usize::from(local_rank < cores % local_size);
+        // A process bound to fewer cores keeps its binding; one bound to more (a socket, a
+        // NUMA domain shared with other processes) takes no more than its even share.
+        shared = shared.with_host_cores(even.min(node.cores_here).max(1));
     }
     if shared.host_memory_cap.is_none() && node.host_memory > 0 {
         shared = shared.with_host_memory_cap(node.host_memory / local_size as u64);
@@ -111,7 +115,25 @@ mod tests {
             ..NODE
         };
         let shared = node_share(&Resources::cpu(1), 1, 4, bound);
-        assert_eq!(shared.host_cores, None, "the launcher's binding decides");
+        assert_eq!(
+            shared.host_cores,
+            Some(4),
+            "bound to 4 cores, its even share is 4"
+        );
+        let one_core = Node {
+            cores_here: 1,
+            ..NODE
+        };
+        let shared = node_share(&Resources::cpu(1), 1, 4, one_core);
+        assert_eq!(shared.host_cores, Some(1), "bound to one core: it keeps it");
+        // 8 processes on 2 sockets of 16 cores: a process bound to its socket takes 4.
+        let socket = Node {
+            cores_here: 16,
+            cores_online: 32,
+            ..NODE
+        };
+        let shared = node_share(&Resources::cpu(1), 5, 8, socket);
+        assert_eq!(shared.host_cores, Some(4));
         let capped = Resources::cpu(1)
             .with_host_cores(2)
             .with_host_memory_cap(1 << 30);

@@ -35,7 +35,7 @@ pub trait Wire: Send {
 
     /// A fixed-size all-to-all: `send` holds `size` pieces of `piece` bytes, piece `j` for
     /// rank `j`; returns `size` pieces, piece `i` from rank `i`.
-    fn all_to_all(&mut self, send: &[u8], piece: usize) -> Result<Vec<u8>, WireError>;
+    fn all_to_all(&mut self, send: Vec<u8>, piece: usize) -> Result<Vec<u8>, WireError>;
 
     /// A variable all-to-all whose sizes every receiver already knows: sends `send[j]` to
     /// rank `j` and returns `incoming[i]` from rank `i`, of `receive_lens[i]` bytes, as the
@@ -43,7 +43,7 @@ pub trait Wire: Send {
     /// move no message.
     fn all_to_all_v(
         &mut self,
-        send: &[&[u8]],
+        send: &[Block],
         receive_lens: &[usize],
     ) -> Result<Vec<Block>, WireError>;
 }

@@ -217,6 +217,11 @@ pub fn src_on<T: Scalar>(
     ))?;
     log::debug!("tutti-sweep: memory plan\n{plan}");
     if stack.sites == 2 {
+        // Every path of a spanning group meets the others in one run: a process that failed
+        // its checks above waits in that run's first round (`before_run`).
+        if group.is_spanning() {
+            group.run(|_| Ok::<(), SweepError>(()))?;
+        }
         if !SHORT_TRAIN_NOTED.swap(true, Ordering::Relaxed) {
             log::info!(
                 "tutti-sweep: a 2-site stack is contracted exactly (SRC needs 3 sites or more)"

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use tutti_group::Block;
 
 use super::ffi::{self, check, Fint};
+use super::world::Finalizer;
 use crate::wire::{Wire, WireError};
 
 /// Bytes of one point-to-point message at most: MPI counts are C `int`s, so larger blocks
@@ -53,6 +54,8 @@ pub struct MpiWire {
     size: usize,
     level: ThreadLevel,
     watchdog: Option<Duration>,
+    /// MPI's finaliser when tutti initialised MPI: dropped after the communicator is freed.
+    _finalizer: Option<Arc<Finalizer>>,
 }
 
 impl MpiWire {
@@ -63,6 +66,7 @@ impl MpiWire {
         size: usize,
         level: ThreadLevel,
         watchdog: Option<Duration>,
+        finalizer: Option<Arc<Finalizer>>,
     ) -> Self {
         Self {
             comm,
@@ -70,6 +74,7 @@ impl MpiWire {
             size,
             level,
             watchdog,
+            _finalizer: finalizer,
         }
     }
 
@@ -216,15 +221,22 @@ impl Wire for MpiWire {
         self.size
     }
 
-    fn all_to_all(&mut self, send: &[u8], piece: usize) -> Result<Vec<u8>, WireError> {
+    fn all_to_all(&mut self, send: Vec<u8>, piece: usize) -> Result<Vec<u8>, WireError> {
         self.check_thread()?;
+        if piece.checked_mul(self.size) != Some(send.len()) {
+            return Err(WireError(format!(
+                "{} bytes to send are not {} pieces of {piece}",
+                send.len(),
+                self.size
+            )));
+        }
         let piece_count = c_int::try_from(piece)
             .map_err(|_| WireError(format!("a header piece of {piece} bytes")))?;
         let mut receive = vec![0u8; send.len()];
         // SAFETY: a constant getter of the shim.
         let mut request = unsafe { ffi::tutti_mpi_request_null() };
-        // SAFETY: `send` and `receive` hold size * piece bytes each and outlive the request,
-        // which `wait_all` completes before they are touched or dropped.
+        // SAFETY: `send` and `receive` hold size * piece bytes each (checked above) and
+        // outlive the request: `wait_all` completes it, or on an MPI error both are leaked.
         let code = unsafe {
             ffi::tutti_mpi_ialltoall_bytes(
                 send.as_ptr().cast(),
@@ -235,15 +247,21 @@ impl Wire for MpiWire {
             )
         };
         check(code, "MPI_Ialltoall").map_err(WireError)?;
-        self.wait_all(std::slice::from_mut(&mut request), &|| {
+        if let Err(error) = self.wait_all(std::slice::from_mut(&mut request), &|| {
             "the round header all-to-all".to_string()
-        })?;
+        }) {
+            // The request may still be pending: MPI may yet write or read these buffers,
+            // so they live on (the fabric is broken from now on).
+            std::mem::forget(send);
+            std::mem::forget(receive);
+            return Err(error);
+        }
         Ok(receive)
     }
 
     fn all_to_all_v(
         &mut self,
-        send: &[&[u8]],
+        send: &[Block],
         receive_lens: &[usize],
     ) -> Result<Vec<Block>, WireError> {
         self.check_thread()?;
@@ -279,7 +297,7 @@ impl Wire for MpiWire {
                 break;
             };
             if source == self.rank {
-                let own = send[self.rank];
+                let own = &send[self.rank];
                 // SAFETY: `block` holds exactly own.len() bytes (checked above), and a fresh
                 // allocation overlaps no input.
                 unsafe {
@@ -347,9 +365,15 @@ impl Wire for MpiWire {
         // is freed under a pending request.
         let received = self.wait_receives(&mut receives);
         let sent = self.wait_all(&mut sends, &|| "the block exchange".to_string());
+        if let Some(error) = received.err().or(sent.err()) {
+            // After an MPI error some requests may still be pending: MPI may yet write or
+            // read these blocks, so they live on (the fabric is broken from now on).
+            std::mem::forget(incoming);
+            send.iter()
+                .for_each(|block| std::mem::forget(Block::clone(block)));
+            return Err(error);
+        }
         outcome?;
-        received?;
-        sent?;
         Ok(incoming
             .into_iter()
             // SAFETY: every byte of every block was written: its own block by the copy

@@ -37,8 +37,9 @@ pub struct World {
     local_size: usize,
     level: ThreadLevel,
     library_version: String,
-    /// Last: dropped after the fabric.
-    finalizer: Option<Finalizer>,
+    /// Last: dropped after the fabric. The wire holds it too, so MPI is finalised only when
+    /// both the world and every group over its fabric are gone.
+    _finalizer: Option<Arc<Finalizer>>,
 }
 
 impl std::fmt::Debug for World {
@@ -102,13 +103,12 @@ impl World {
             // SAFETY: MPI is not initialised (checked above); `provided` is a valid local.
             let code = unsafe { ffi::tutti_mpi_init_thread(2, &mut provided) };
             mpi(code, "MPI_Init_thread")?;
-            finalizer = Some(Finalizer);
+            finalizer = Some(Arc::new(Finalizer));
         }
         // SAFETY: a getter of the shim; MPI is initialised.
         let world = unsafe { ffi::tutti_mpi_comm_world() };
-        let mut this = Self::adopt(world)?;
-        this.finalizer = finalizer;
-        Ok(this)
+        // On an error the finalizer, dropped here, finalises the MPI this call started.
+        Self::adopt(world, finalizer)
     }
 
     /// For a library called by an MPI program: takes the host's communicator, given as a
@@ -124,30 +124,44 @@ impl World {
                     .into(),
             ));
         }
-        Self::adopt(comm)
+        Self::adopt(comm, None)
     }
 
-    fn adopt(comm: Fint) -> Result<Self, MpiError> {
+    fn adopt(comm: Fint, finalizer: Option<Arc<Finalizer>>) -> Result<Self, MpiError> {
         let mut level: c_int = 0;
         // SAFETY: valid pointer to a local; MPI is initialised.
         let code = unsafe { ffi::tutti_mpi_query_thread(&mut level) };
         mpi(code, "MPI_Query_thread")?;
         let level = ThreadLevel::from_code(level);
+        let watchdog = watchdog_from_env()?;
         let mut dup: Fint = 0;
         // SAFETY: `comm` is the caller's communicator handle; `dup` is a valid local. The
-        // duplicate is owned by the wire below, which frees it.
+        // duplicate is owned by the wire below, which frees it, or freed here on an error.
         let code = unsafe { ffi::tutti_mpi_comm_dup(comm, &mut dup) };
         mpi(code, "MPI_Comm_dup of the given communicator")?;
-        let (mut rank, mut size): (c_int, c_int) = (0, 0);
-        // SAFETY: `dup` is a live communicator; valid pointers to locals.
-        unsafe {
-            mpi(ffi::tutti_mpi_comm_rank(dup, &mut rank), "MPI_Comm_rank")?;
-            mpi(ffi::tutti_mpi_comm_size(dup, &mut size), "MPI_Comm_size")?;
-        }
-        let (local_rank, local_size) = node_local(dup, rank)?;
-        let rank = usize::try_from(rank).map_err(|_| MpiError(format!("MPI rank {rank}")))?;
-        let size = usize::try_from(size).map_err(|_| MpiError(format!("MPI size {size}")))?;
-        let wire = MpiWire::new(dup, rank, size, level, watchdog_from_env()?);
+        let placed = (|| {
+            let (mut rank, mut size): (c_int, c_int) = (0, 0);
+            // SAFETY: `dup` is a live communicator; valid pointers to locals.
+            unsafe {
+                mpi(ffi::tutti_mpi_comm_rank(dup, &mut rank), "MPI_Comm_rank")?;
+                mpi(ffi::tutti_mpi_comm_size(dup, &mut size), "MPI_Comm_size")?;
+            }
+            let (local_rank, local_size) = node_local(dup, rank)?;
+            let rank = usize::try_from(rank).map_err(|_| MpiError(format!("MPI rank {rank}")))?;
+            let size = usize::try_from(size).map_err(|_| MpiError(format!("MPI size {size}")))?;
+            Ok((rank, size, local_rank, local_size))
+        })();
+        let (rank, size, local_rank, local_size) = match placed {
+            Ok(placed) => placed,
+            Err(error) => {
+                // SAFETY: the duplicate made above, used by nothing else.
+                unsafe {
+                    ffi::tutti_mpi_comm_free(dup);
+                }
+                return Err(error);
+            }
+        };
+        let wire = MpiWire::new(dup, rank, size, level, watchdog, finalizer.clone());
         Ok(Self {
             fabric: Arc::new(SpanningFabric::new(wire)),
             rank,
@@ -156,7 +170,7 @@ impl World {
             local_size,
             level,
             library_version: library_version(),
-            finalizer: None,
+            _finalizer: finalizer,
         })
     }
 
@@ -196,9 +210,12 @@ impl World {
     }
 }
 
-/// Finalises MPI when dropped: held by a [`World`] that initialised MPI, as its last field,
-/// so that the world's communicator is freed before (fields drop in declaration order).
-struct Finalizer;
+/// Finalises MPI when dropped: shared by a [`World`] that initialised MPI (its last field,
+/// so that its fabric goes first) and that world's wire (which frees its communicator
+/// before its fields drop), so MPI ends after the last user of its communicator. Drop the
+/// world and the groups over it on the thread that initialised MPI: `MPI_Finalize` must
+/// run there.
+pub(crate) struct Finalizer;
 
 impl Drop for Finalizer {
     fn drop(&mut self) {
