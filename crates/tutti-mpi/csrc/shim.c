@@ -116,10 +116,10 @@ MPI_Fint tutti_mpi_request_null(void) { return MPI_Request_c2f(MPI_REQUEST_NULL)
 
 int tutti_mpi_abort(MPI_Fint comm, int code) { return MPI_Abort(MPI_Comm_f2c(comm), code); }
 
-int tutti_mpi_error_string(int code, char *text, int capacity, int *len) {
-    char buffer[MPI_MAX_ERROR_STRING];
-    int got = 0;
-    int status = MPI_Error_string(code, buffer, &got);
+/* Copies the `got` bytes MPI wrote to `buffer` into `text` (at most capacity - 1 of them,
+ * NUL-terminated) and their count into *len; none when the MPI call failed. */
+static int copy_text(int status, const char *buffer, int got, char *text, int capacity,
+                     int *len) {
     if (status != MPI_SUCCESS) got = 0;
     if (got > capacity - 1) got = capacity - 1;
     if (got < 0) got = 0;
@@ -129,17 +129,18 @@ int tutti_mpi_error_string(int code, char *text, int capacity, int *len) {
     return status;
 }
 
+int tutti_mpi_error_string(int code, char *text, int capacity, int *len) {
+    char buffer[MPI_MAX_ERROR_STRING];
+    int got = 0;
+    int status = MPI_Error_string(code, buffer, &got);
+    return copy_text(status, buffer, got, text, capacity, len);
+}
+
 int tutti_mpi_library_version(char *text, int capacity, int *len) {
     char buffer[MPI_MAX_LIBRARY_VERSION_STRING];
     int got = 0;
     int status = MPI_Get_library_version(buffer, &got);
-    if (status != MPI_SUCCESS) got = 0;
-    if (got > capacity - 1) got = capacity - 1;
-    if (got < 0) got = 0;
-    memcpy(text, buffer, (size_t)got);
-    text[got] = '\0';
-    *len = got;
-    return status;
+    return copy_text(status, buffer, got, text, capacity, len);
 }
 
 int tutti_mpi_fint_bytes(void) { return (int)sizeof(MPI_Fint); }
