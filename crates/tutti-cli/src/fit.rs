@@ -97,17 +97,14 @@ pub fn run(args: &FitArgs, processes: &Processes) -> Result<(), String> {
             seed,
             plan,
             devices,
-        } => processes
-            .refuse_spanning("tutti fit bootstrap")
-            .and_then(|()| {
-                bootstrap(
-                    *replicates,
-                    ledger.as_deref(),
-                    &devices.resources(),
-                    *seed,
-                    *plan,
-                )
-            }),
+        } => bootstrap(
+            processes,
+            *replicates,
+            ledger.as_deref(),
+            &devices.resources(),
+            *seed,
+            *plan,
+        ),
     }
 }
 
@@ -228,7 +225,13 @@ struct ReplicateResult {
     iterations: usize,
 }
 
+/// A residual bootstrap of the example fit as a checkpointed campaign: alone, one replicate
+/// runs on each device at a time; over MPI, every process runs its share of the replicates on
+/// its node share of the devices, and rank 0 alone writes the ledger and prints. Every
+/// process makes the synthetic data and the base fit itself (both deterministic, on one
+/// device).
 fn bootstrap(
+    processes: &Processes,
     replicates: usize,
     ledger: Option<&Path>,
     resources: &Resources,
@@ -238,19 +241,28 @@ fn bootstrap(
     if replicates == 0 {
         return Err("--replicates must be at least 1".into());
     }
-    // One replicate runs on each device: groups of one.
-    let devices = resources
-        .select_for(tutti_fit::GPU_USE)
-        .map_err(|e| e.to_string())?
-        .len();
-    let groups = resource_groups(resources, &vec![1; devices]).map_err(|e| e.to_string())?;
+    if show_plan {
+        processes.refuse_spanning("tutti fit bootstrap --plan")?;
+    }
+    let (spanning, local) = match processes.share(resources, tutti_fit::GPU_USE)? {
+        Some((group, share)) => (Some(group), share),
+        None => (None, resources.clone()),
+    };
+    // Checks that may fail in one process only join the campaign's first round as failed.
+    let groups = before_campaign(spanning.as_ref(), one_per_device(&local))?;
+    let devices = groups.len();
     if show_plan {
         return print_plan(&groups[0], seed);
     }
     let ledger = ledger.ok_or("`--ledger FILE` is needed unless `--plan` is given")?;
-    let experiments = synthetic_experiments(seed)?;
-    let base_options = FitOptions::default().with_resources(groups[0].clone());
-    let base = fit(&experiments, &START_RATES, &base_options).map_err(|e| e.to_string())?;
+    let (experiments, base) = before_campaign(
+        spanning.as_ref(),
+        synthetic_experiments(seed).and_then(|experiments| {
+            let options = FitOptions::default().with_resources(groups[0].clone());
+            let base = fit(&experiments, &START_RATES, &options).map_err(|e| e.to_string())?;
+            Ok((experiments, base))
+        }),
+    )?;
     let items: Vec<CampaignItem<ReplicateInput>> = (0..replicates)
         .map(|replicate| {
             CampaignItem::new(
@@ -259,8 +271,22 @@ fn bootstrap(
             )
         })
         .collect();
+    let where_ = match &spanning {
+        Some(_) => format!(
+            "{} processes ({devices} device(s) in rank 0's)",
+            processes.size()
+        ),
+        None => format!("{devices} device(s)"),
+    };
+    let execution = match spanning {
+        Some(group) => Execution::Processes {
+            group,
+            local: groups,
+        },
+        None => Execution::Groups(groups),
+    };
     let options = CampaignOptions::default()
-        .with_execution(Execution::Groups(groups))
+        .with_execution(execution)
         .with_progress(true);
     let started = Instant::now();
     let task = |input: &ReplicateInput, context: &tutti_fit::TaskContext<'_>| {
@@ -283,8 +309,11 @@ fn bootstrap(
         })
     };
     let outcome = checkpointed_map(task, &items, ledger, &options).map_err(|e| e.to_string())?;
+    if !processes.prints() {
+        return Ok(());
+    }
     println!(
-        "bootstrap: {replicates} replicates ({} taken from the ledger, {} run) in {:.2} s on {devices} device(s); {} failed",
+        "bootstrap: {replicates} replicates ({} taken from the ledger, {} run) in {:.2} s on {where_}; {} failed",
         outcome.reused,
         outcome.ran,
         started.elapsed().as_secs_f64(),
@@ -305,6 +334,23 @@ fn bootstrap(
         );
     }
     Ok(())
+}
+
+/// Groups of one device, one per device `resources` selects.
+fn one_per_device(resources: &Resources) -> Result<Vec<Resources>, String> {
+    let devices = resources
+        .select_for(tutti_fit::GPU_USE)
+        .map_err(|e| e.to_string())?
+        .len();
+    resource_groups(resources, &vec![1; devices]).map_err(|e| e.to_string())
+}
+
+/// `result`, told to the other processes first when it is an error ([`Group::before_run`]).
+fn before_campaign<T>(spanning: Option<&Group>, result: Result<T, String>) -> Result<T, String> {
+    match spanning {
+        Some(group) => group.before_run(result),
+        None => result,
+    }
 }
 
 fn status(ledger: &Path) -> Result<(), String> {

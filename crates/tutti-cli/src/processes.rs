@@ -94,6 +94,44 @@ impl Processes {
         Group::from_resources(resources, gpu_use).map_err(|e| e.to_string())
     }
 
+    /// The number of processes in the run: the MPI world's size, or 1.
+    pub fn size(&self) -> usize {
+        #[cfg(feature = "mpi")]
+        if let Some(world) = &self.world {
+            return world.size();
+        }
+        1
+    }
+
+    /// Over MPI, this process's node share of `resources` ([`tutti_mpi::node_share`]) and a
+    /// group with one rank per process, this one's on the first device of the share (for
+    /// computations that split work among processes and run each process's part on its own
+    /// devices, as campaigns do); `None` for a process alone.
+    pub fn share(
+        &self,
+        resources: &Resources,
+        gpu_use: GpuUse,
+    ) -> Result<Option<(Group, Resources)>, String> {
+        #[cfg(feature = "mpi")]
+        if let Some(world) = &self.world {
+            let share = tutti_mpi::node_share(
+                resources,
+                world.local_rank(),
+                world.local_size(),
+                tutti_mpi::Node::here(),
+            );
+            let device = share
+                .select_for(gpu_use)
+                .map_err(|e| e.to_string())?
+                .into_iter()
+                .next()
+                .ok_or("the flags select no device in this process")?;
+            return Ok(Some((Group::spanning(world.fabric(), device), share)));
+        }
+        let _ = (resources, gpu_use);
+        Ok(None)
+    }
+
     /// Refuses a subcommand that does not run across processes yet, when this is one.
     pub fn refuse_spanning(&self, what: &str) -> Result<(), String> {
         if self.spanning() {

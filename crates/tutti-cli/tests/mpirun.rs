@@ -325,3 +325,195 @@ fn subcommands_not_yet_across_processes_refuse() {
         "{stderr}"
     );
 }
+
+/// The records of a bootstrap ledger by task id (empty while there is no ledger).
+fn ledger_records(path: &std::path::Path) -> std::collections::BTreeMap<String, Value> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let ledger: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+    ledger["tasks"]
+        .as_array()
+        .map(|tasks| {
+            tasks
+                .iter()
+                .map(|task| {
+                    (
+                        task["task_id"].as_str().unwrap_or("").to_string(),
+                        task.clone(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The processes whose parent is `parent`, with their MPI rank (from `OMPI_COMM_WORLD_RANK`).
+fn children_by_rank(parent: u32) -> Vec<(usize, u32)> {
+    let mut children = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        // The fields after the command name (in parentheses): state, then the parent's pid.
+        let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+        if after.split_whitespace().nth(1) != Some(&parent.to_string()) {
+            continue;
+        }
+        let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+        let rank = environ
+            .split(|&b| b == 0)
+            .filter_map(|var| std::str::from_utf8(var).ok())
+            .find_map(|var| var.strip_prefix("OMPI_COMM_WORLD_RANK="))
+            .and_then(|rank| rank.parse().ok());
+        if let Some(rank) = rank {
+            children.push((rank, pid));
+        }
+    }
+    children.sort_unstable();
+    children
+}
+
+/// Whether `pid` still runs (a zombie awaiting its parent does not).
+fn running(pid: u32) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let state = stat
+        .rsplit_once(')')
+        .map_or("", |(_, rest)| rest.trim_start());
+    !state.is_empty() && !state.starts_with('Z') && !state.starts_with('X')
+}
+
+#[test]
+fn a_bootstrap_across_processes_killed_mid_run_resumes_losing_nothing() {
+    use std::time::{Duration, Instant};
+    if !have_mpirun() {
+        return;
+    }
+    let dir = scratch("mpirun-bootstrap-kill");
+    let ledger = dir.join("ledger.json");
+    let ledger_arg = ledger.to_string_lossy().into_owned();
+    let args = [
+        "fit",
+        "bootstrap",
+        "--replicates",
+        "60",
+        "--ledger",
+        &ledger_arg,
+        "--kind",
+        "cpu",
+        "--devices",
+        "1",
+    ];
+    let log = std::fs::File::create(dir.join("killed.log")).expect("log file");
+    let mut job = Command::new("mpirun")
+        .args(["-n", "2", "--timeout", "100"])
+        .arg(TUTTI)
+        .args(args)
+        .envs(OPEN_MPI_CONTAINER_ENV.iter().copied())
+        .stdout(std::process::Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("mpirun starts");
+    // Kill rank 0, the ledger's writer, once a few rounds are recorded.
+    let started = Instant::now();
+    while ledger_records(&ledger).len() < 4 {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "no records after 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let ranks = children_by_rank(job.id());
+    assert_eq!(
+        ranks.len(),
+        2,
+        "two tutti processes under mpirun: {ranks:?}"
+    );
+    let killed = Command::new("kill")
+        .args(["-KILL", &ranks[0].1.to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(killed.success());
+    let killed_at = Instant::now();
+    let status = loop {
+        if let Some(status) = job.try_wait().expect("wait for mpirun") {
+            break status;
+        }
+        if killed_at.elapsed() > Duration::from_secs(60) {
+            let _ = job.kill();
+            panic!("the job still ran 60 s after one process was killed");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(!status.success(), "a job with a killed process must fail");
+    std::thread::sleep(Duration::from_millis(200));
+    for (rank, pid) in &ranks {
+        assert!(!running(*pid), "rank {rank} (pid {pid}) outlived its job");
+    }
+    let before = ledger_records(&ledger);
+    eprintln!(
+        "rank 0 killed with {} of 60 replicates recorded; the job ended {:.2} s later",
+        before.len(),
+        killed_at.elapsed().as_secs_f64() - 0.2
+    );
+    assert!(
+        before.len() >= 4 && before.len() < 60,
+        "{} records",
+        before.len()
+    );
+
+    // Resumed: the recorded tasks are reused as they are, the others run.
+    let resumed = mpirun(2, &args);
+    assert!(
+        resumed.status.success(),
+        "resume: {}",
+        String::from_utf8_lossy(&resumed.stderr)
+    );
+    let summary = format!(
+        "({} taken from the ledger, {} run)",
+        before.len(),
+        60 - before.len()
+    );
+    assert!(
+        text_of(&resumed).contains(&summary),
+        "expected {summary}:\n{}",
+        text_of(&resumed)
+    );
+    let after = ledger_records(&ledger);
+    assert_eq!(after.len(), 60);
+    for (id, record) in &before {
+        assert_eq!(&after[id], record, "{id} changed on resume");
+    }
+
+    // One process on two devices, uninterrupted: bitwise the same results and intervals.
+    let reference_ledger = dir.join("reference.json");
+    let reference_arg = reference_ledger.to_string_lossy().into_owned();
+    let mut reference_args = args;
+    reference_args[5] = &reference_arg;
+    reference_args[9] = "2";
+    let reference = alone(&reference_args);
+    assert!(reference.status.success());
+    let reference_records = ledger_records(&reference_ledger);
+    for (id, record) in &reference_records {
+        assert_eq!(after[id]["status"], record["status"], "{id}");
+        assert_eq!(after[id]["result"], record["result"], "{id}");
+    }
+    let table = |output: &Output| {
+        text_of(output)
+            .lines()
+            .skip_while(|line| !line.trim_start().starts_with("rate"))
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(table(&resumed), table(&reference));
+    assert_eq!(table(&reference).len(), 4, "a header and three rates");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A command's standard output.
+fn text_of(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}

@@ -355,3 +355,32 @@ fn a_full_disk_stops_the_campaign_leaving_the_last_ledger_and_no_temporary() {
     assert_eq!(outcome.reused, kept.len());
     assert!(outcome.records.iter().all(|r| r.attempts == 1));
 }
+
+#[test]
+fn results_read_back_from_the_ledger_are_bitwise_what_the_task_returned() {
+    // Values serde_json's fast float parser reads 1 ulp off (1.9996503485949066 as
+    // ...064); the workspace enables its `float_roundtrip` feature so a resumed campaign
+    // hands out exactly the results its first run computed.
+    let values = [
+        1.9996503485949066,
+        1.9976007308762673,
+        0.49727880132605284,
+        f64::MIN_POSITIVE,
+        5e-324,
+        f64::MAX,
+        -0.1,
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join(NAME);
+    let items: Vec<CampaignItem<u64>> = (0..values.len())
+        .map(|i| CampaignItem::new(format!("task-{i}"), i as u64))
+        .collect();
+    let task = |input: &u64, _: &TaskContext<'_>| Ok(values[*input as usize]);
+    checkpointed_map(task, &items, &ledger, &CampaignOptions::default()).unwrap();
+    let never = |_: &u64, _: &TaskContext<'_>| -> Result<f64, String> { Err("ran".into()) };
+    let resumed = checkpointed_map(never, &items, &ledger, &CampaignOptions::default()).unwrap();
+    assert_eq!(resumed.reused, values.len());
+    for (got, want) in resumed.results.iter().zip(values) {
+        assert_eq!(got.map(f64::to_bits), Some(want.to_bits()), "{want:e}");
+    }
+}

@@ -10,8 +10,12 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use tutti_backend::Resources;
 
+use tutti_group::Group;
+
 use crate::ledger::{check_finite, input_hash, Ledger, TaskRecord, TaskStatus};
 use crate::FitError;
+
+mod processes;
 
 /// One item of a campaign: its input, under an id that stays the same across restarts.
 #[derive(Clone, Debug, PartialEq)]
@@ -43,6 +47,22 @@ pub enum Execution {
     /// [`crate::resource_groups`]); a task receives its group's [`Resources`] in
     /// [`TaskContext::resources`], e.g. for [`crate::FitOptions::with_resources`].
     Groups(Vec<Resources>),
+    /// Across the processes of `group`, which has one rank in each (a group spanning the
+    /// processes of an MPI job, [`Group::spanning`]): every process runs its share of the
+    /// tasks, one at a time on each of its `local` device groups, and rank 0 alone opens and
+    /// writes the ledger (the other processes never touch its file). Every process must call
+    /// [`checkpointed_map`] with the same items; every process returns the same outcome.
+    ///
+    /// The tasks go out in rounds: each round hands every local group of every process its
+    /// next task, and ends when rank 0 has recorded them all, so a round lasts as long as its
+    /// slowest task (tasks of similar cost suit this; bootstrap replicates do). A process
+    /// killed mid-round loses that round's tasks only, which rerun on resume.
+    Processes {
+        /// One rank per process.
+        group: Group,
+        /// This process's device groups (see [`crate::resource_groups`]); at least one.
+        local: Vec<Resources>,
+    },
 }
 
 /// Options of [`checkpointed_map`].
@@ -95,8 +115,8 @@ pub struct TaskContext<'a> {
     pub task_id: &'a str,
     /// 1 on the first run, 2 on the rerun of a failed task, ...
     pub attempt: u32,
-    /// The resources it runs on: its group's for [`Execution::Groups`],
-    /// [`Resources::default`] for [`Execution::Serial`].
+    /// The resources it runs on: its group's for [`Execution::Groups`] and
+    /// [`Execution::Processes`], [`Resources::default`] for [`Execution::Serial`].
     pub resources: &'a Resources,
 }
 
@@ -160,6 +180,81 @@ where
     O: Serialize + DeserializeOwned + Send,
     F: Fn(&I, &TaskContext<'_>) -> Result<O, String> + Sync,
 {
+    let hashes = input_hashes(items)?;
+    let groups = match &options.execution {
+        Execution::Processes { group, local } => {
+            return processes::run(&task, items, &hashes, ledger_path, options, group, local)
+        }
+        Execution::Serial => None,
+        Execution::Groups(groups) if groups.is_empty() => {
+            return Err(FitError::invalid(
+                "execution",
+                "at least one group is needed",
+            ))
+        }
+        Execution::Groups(groups) => Some(groups),
+    };
+    let ledger = open_ledger(ledger_path, options.resume)?;
+    let pending = pending_tasks(&ledger, items, &hashes)?;
+
+    let ledger = Mutex::new(ledger);
+    let first_error: Mutex<Option<FitError>> = Mutex::new(None);
+    let stop = AtomicBool::new(false);
+    let next = AtomicUsize::new(0);
+    let run_one = |resources: &Resources| loop {
+        if stop.load(Ordering::SeqCst) {
+            return;
+        }
+        let Some(&(i, attempt)) = pending.get(next.fetch_add(1, Ordering::SeqCst)) else {
+            return;
+        };
+        let record = run_task(&task, &items[i], &hashes[i], attempt, resources);
+        report_progress(options, &record);
+        let mut guard = ledger.lock().unwrap_or_else(|poison| poison.into_inner());
+        if let Err(err) = guard.record(record) {
+            stop.store(true, Ordering::SeqCst);
+            first_error
+                .lock()
+                .unwrap_or_else(|poison| poison.into_inner())
+                .get_or_insert(err);
+            return;
+        }
+    };
+    match groups {
+        None => run_one(&Resources::default()),
+        Some(groups) => std::thread::scope(|scope| {
+            for group in groups {
+                let run_one = &run_one;
+                scope.spawn(move || run_one(group));
+            }
+        }),
+    }
+    if let Some(err) = first_error
+        .into_inner()
+        .unwrap_or_else(|poison| poison.into_inner())
+    {
+        return Err(err);
+    }
+
+    let ledger = ledger
+        .into_inner()
+        .unwrap_or_else(|poison| poison.into_inner());
+    let records = items
+        .iter()
+        .map(|item| {
+            ledger.get(&item.task_id).cloned().ok_or_else(|| {
+                FitError::io(
+                    format!("task '{}' has no ledger record after running", item.task_id),
+                    std::io::Error::other("missing record"),
+                )
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    outcome(records, ledger_path, pending.len())
+}
+
+/// The input hash of every item, after checking that no task id appears twice.
+fn input_hashes<I: Serialize>(items: &[CampaignItem<I>]) -> Result<Vec<String>, FitError> {
     let mut seen = HashSet::new();
     if let Some(item) = items
         .iter()
@@ -170,7 +265,7 @@ where
             format!("task id '{}' appears more than once", item.task_id),
         ));
     }
-    let hashes = items
+    items
         .iter()
         .map(|item| {
             serde_json::to_vec(&item.input)
@@ -182,16 +277,27 @@ where
                     )
                 })
         })
-        .collect::<Result<Vec<_>, _>>()?;
-    // Without resume, the ledger must not exist; checked under its lock, so a campaign
-    // starting at the same time cannot create it between the check and the first record.
-    let ledger = if options.resume {
-        Ledger::open(ledger_path)?
-    } else {
-        Ledger::create(ledger_path)?
-    };
+        .collect()
+}
 
-    // Decide what runs: accepted records of unchanged items are reused.
+/// The ledger at `path`: opened for `resume`, else created. Without resume the ledger must
+/// not exist; that is checked under its lock, so a campaign starting at the same time cannot
+/// create it between the check and the first record.
+fn open_ledger(path: &Path, resume: bool) -> Result<Ledger, FitError> {
+    if resume {
+        Ledger::open(path)
+    } else {
+        Ledger::create(path)
+    }
+}
+
+/// The tasks to run, as (item index, attempt), in item order: accepted records of unchanged
+/// items are reused; a record whose item changed is refused.
+fn pending_tasks<I>(
+    ledger: &Ledger,
+    items: &[CampaignItem<I>],
+    hashes: &[String],
+) -> Result<Vec<(usize, u32)>, FitError> {
     let mut pending = Vec::new();
     for (i, item) in items.iter().enumerate() {
         match ledger.get(&item.task_id) {
@@ -208,117 +314,84 @@ where
             None => pending.push((i, 1)),
         }
     }
+    Ok(pending)
+}
 
-    let ledger = Mutex::new(ledger);
-    let first_error: Mutex<Option<FitError>> = Mutex::new(None);
-    let stop = AtomicBool::new(false);
-    let next = AtomicUsize::new(0);
-    let run_one = |resources: &Resources| loop {
-        if stop.load(Ordering::SeqCst) {
-            return;
-        }
-        let Some(&(i, attempt)) = pending.get(next.fetch_add(1, Ordering::SeqCst)) else {
-            return;
-        };
-        let item = &items[i];
-        let context = TaskContext {
-            task_id: &item.task_id,
-            attempt,
-            resources,
-        };
-        let outcome = match catch_unwind(AssertUnwindSafe(|| task(&item.input, &context))) {
-            Ok(outcome) => outcome,
-            Err(payload) => Err(format!(
-                "panicked: {}",
-                tutti_backend::panic_message(payload.as_ref())
-            )),
-        };
-        let record = match outcome.and_then(|result| storable(&result)) {
-            Ok(value) => TaskRecord {
-                task_id: item.task_id.clone(),
-                input_hash: hashes[i].clone(),
-                status: TaskStatus::Accepted,
-                attempts: attempt,
-                result: Some(value),
-                error: None,
-            },
-            Err(error) => TaskRecord {
-                task_id: item.task_id.clone(),
-                input_hash: hashes[i].clone(),
-                status: TaskStatus::Failed,
-                attempts: attempt,
-                result: None,
-                error: Some(error),
-            },
-        };
-        if options.progress {
-            log::info!(
-                "campaign: task '{}' {} (attempt {attempt})",
-                record.task_id,
-                match record.status {
-                    TaskStatus::Accepted => "accepted",
-                    TaskStatus::Failed => "failed",
-                }
-            );
-        }
-        let mut guard = ledger.lock().unwrap_or_else(|poison| poison.into_inner());
-        if let Err(err) = guard.record(record) {
-            stop.store(true, Ordering::SeqCst);
-            first_error
-                .lock()
-                .unwrap_or_else(|poison| poison.into_inner())
-                .get_or_insert(err);
-            return;
-        }
+/// Runs one task and returns its record: accepted with its result, or failed with its error,
+/// its panic message, or the reason its result cannot be stored.
+fn run_task<I, O, F>(
+    task: &F,
+    item: &CampaignItem<I>,
+    hash: &str,
+    attempt: u32,
+    resources: &Resources,
+) -> TaskRecord
+where
+    O: Serialize + DeserializeOwned,
+    F: Fn(&I, &TaskContext<'_>) -> Result<O, String>,
+{
+    let context = TaskContext {
+        task_id: &item.task_id,
+        attempt,
+        resources,
     };
-    match &options.execution {
-        Execution::Serial => run_one(&Resources::default()),
-        Execution::Groups(groups) => {
-            if groups.is_empty() {
-                return Err(FitError::invalid(
-                    "execution",
-                    "at least one group is needed",
-                ));
-            }
-            std::thread::scope(|scope| {
-                for group in groups {
-                    let run_one = &run_one;
-                    scope.spawn(move || run_one(group));
-                }
-            });
-        }
+    let outcome = match catch_unwind(AssertUnwindSafe(|| task(&item.input, &context))) {
+        Ok(outcome) => outcome,
+        Err(payload) => Err(format!(
+            "panicked: {}",
+            tutti_backend::panic_message(payload.as_ref())
+        )),
+    };
+    let (status, result, error) = match outcome.and_then(|result| storable(&result)) {
+        Ok(value) => (TaskStatus::Accepted, Some(value), None),
+        Err(error) => (TaskStatus::Failed, None, Some(error)),
+    };
+    TaskRecord {
+        task_id: item.task_id.clone(),
+        input_hash: hash.to_string(),
+        status,
+        attempts: attempt,
+        result,
+        error,
     }
-    if let Some(err) = first_error
-        .into_inner()
-        .unwrap_or_else(|poison| poison.into_inner())
-    {
-        return Err(err);
-    }
+}
 
-    let ledger = ledger
-        .into_inner()
-        .unwrap_or_else(|poison| poison.into_inner());
+/// One `info` line for a finished task, when the options ask for progress.
+fn report_progress(options: &CampaignOptions, record: &TaskRecord) {
+    if options.progress {
+        log::info!(
+            "campaign: task '{}' {} (attempt {})",
+            record.task_id,
+            match record.status {
+                TaskStatus::Accepted => "accepted",
+                TaskStatus::Failed => "failed",
+            },
+            record.attempts
+        );
+    }
+}
+
+/// The outcome from the ledger records of the items, in item order, after `ran` tasks ran.
+fn outcome<O: DeserializeOwned>(
+    records: Vec<TaskRecord>,
+    ledger_path: &Path,
+    ran: usize,
+) -> Result<CampaignOutcome<O>, FitError> {
     let mut outcome = CampaignOutcome {
-        results: Vec::with_capacity(items.len()),
+        results: Vec::with_capacity(records.len()),
         failures: Vec::new(),
-        records: Vec::with_capacity(items.len()),
-        reused: items.len() - pending.len(),
-        ran: pending.len(),
+        records: Vec::with_capacity(records.len()),
+        reused: records.len().saturating_sub(ran),
+        ran,
     };
-    for item in items {
-        let record = ledger.get(&item.task_id).cloned().ok_or_else(|| {
-            FitError::io(
-                format!("task '{}' has no ledger record after running", item.task_id),
-                std::io::Error::other("missing record"),
-            )
-        })?;
+    for record in records {
         let result = match (&record.status, &record.result) {
             (TaskStatus::Accepted, Some(value)) => Some(
                 serde_json::from_value(value.clone()).map_err(|err| FitError::BadLedger {
                     path: ledger_path.to_path_buf(),
                     reason: format!(
                         "the result of task '{}' does not read back as the expected type ({err})",
-                        item.task_id
+                        record.task_id
                     ),
                 })?,
             ),
