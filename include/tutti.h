@@ -1210,6 +1210,24 @@ int tutti_world_info(const struct TuttiWorld *world,
                      int *local_size);
 
 /**
+ * Fails this process's next call over `world` before it starts, with `message`: the other
+ * processes, waiting in that call, return `TUTTI_ERROR_REMOTE` with this process's rank and
+ * `message`, as they do for an argument tutti refuses on this process only. For a host
+ * program whose own checks fail on some processes only: call this instead of the workload
+ * on those processes, and the job goes on (nothing waits forever). Blocks until the other
+ * processes have entered their call.
+ *
+ * Errors: `TUTTI_ERROR_NULL_POINTER` for `world` or `message`;
+ * `TUTTI_ERROR_INVALID_ARGUMENT` for a pointer that is not a live world or a message that
+ * is not UTF-8.
+ *
+ * # Safety
+ * `world` is NULL or a world from tutti not yet released; `message` is NULL or a
+ * NUL-terminated string.
+ */
+int tutti_world_fail(const struct TuttiWorld *world, const char *message);
+
+/**
  * Releases `world` (frees tutti's duplicate communicator): collective over the
  * communicator, like `MPI_Comm_free`. Call it before the host's `MPI_Finalize`.
  * `tutti_world_free(NULL)` is a no-op returning `TUTTI_OK`.

@@ -54,7 +54,7 @@ module tutti
 
     public :: tutti_version, tutti_device_count, tutti_device_info, tutti_last_error
     public :: tutti_free_c, tutti_status_name, tutti_string, tutti_error_message
-    public :: tutti_world_from_fcomm, tutti_world_info, tutti_world_free
+    public :: tutti_world_from_fcomm, tutti_world_info, tutti_world_free, tutti_world_fail
 
     interface
         ! Writes the library's version.
@@ -126,6 +126,17 @@ module tutti
             type(c_ptr), value :: world
             integer(c_int) :: status
         end function tutti_world_free
+
+        ! Fails this process's next call over the world (the others get
+        ! TUTTI_ERROR_REMOTE with the message): pass a NUL-terminated string,
+        ! "text"//c_null_char.
+        function tutti_world_fail(world, message) bind(c, name="tutti_world_fail") &
+                result(status)
+            import :: c_int, c_ptr, c_char
+            type(c_ptr), value :: world
+            character(kind=c_char), dimension(*), intent(in) :: message
+            integer(c_int) :: status
+        end function tutti_world_fail
 
         function c_strlen(text) bind(c, name="strlen") result(length)
             import :: c_ptr, c_size_t

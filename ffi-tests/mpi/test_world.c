@@ -2,8 +2,9 @@
  * The C ABI over MPI processes (run under `mpirun -n N` by `cargo xtask mpi-test`): a host
  * program that initialises MPI itself passes its communicator to tutti, gets FMM results
  * bitwise equal to the same call on N simulated devices in one process, survives a tutti
- * error on one process (the others get TUTTI_ERROR_REMOTE with its message), keeps using its
- * own communicator, does it again on each half of a split communicator, and finalises.
+ * error on one process (the others get TUTTI_ERROR_REMOTE with its message) and a failure of
+ * its own told through tutti_world_fail, keeps using its own communicator, does it again on
+ * each half of a split communicator, and finalises.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -97,6 +98,21 @@ int main(int argc, char **argv) {
               "rank %d: TUTTI_ERROR_REMOTE naming rank %d and its message (%s)", rank, size - 1,
               tutti_last_error());
     }
+
+    /* The host's own check fails on the last process: it tells the others instead of
+     * calling, and they return TUTTI_ERROR_REMOTE with its message. */
+    bodies(positions, masses);
+    if (rank == size - 1) {
+        CHECK(tutti_world_fail(world, "the input file of this process is bad") == TUTTI_OK,
+              "tutti_world_fail (%s)", tutti_last_error());
+    } else {
+        status = tutti_fmm(N, positions, masses, &options, potential, accel);
+        CHECK(status == TUTTI_ERROR_REMOTE && strstr(tutti_last_error(), expected) != NULL &&
+                  strstr(tutti_last_error(), "the input file of this process is bad") != NULL,
+              "rank %d: the host's own failure arrives as TUTTI_ERROR_REMOTE (%s)", rank,
+              tutti_last_error());
+    }
+    CHECK(tutti_world_fail(NULL, "x") == TUTTI_ERROR_NULL_POINTER, "a NULL world is refused");
 
     /* The host's communicator is untouched: a collective of its own still works. */
     int sum = 0;

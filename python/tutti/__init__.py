@@ -16,7 +16,8 @@ Every failing call raises :class:`TuttiError`, carrying the C status and the lib
 
 The package is split by job, one module per workload, each holding its own ctypes mirrors of
 the header's structs and declaring its own functions: ``_lib`` (loading, statuses,
-:class:`TuttiError`), ``devices``, ``resources`` (:class:`Resources`, where a call runs),
+:class:`TuttiError`), ``devices``, ``resources`` (:class:`Resources`, where a call runs), ``world``
+(:class:`World`, MPI processes a call is split among),
 ``fit``, ``chem`` (RHF energy and gradient), ``fmm``, ``sweep`` (:class:`Train`,
 :func:`src`). Everything public is re-exported here.
 """
@@ -34,6 +35,7 @@ __all__ = [
     "device_count",
     "device_info",
     "Resources",
+    "World",
     "FitResult",
     "fit",
     "RhfEnergy",
@@ -54,6 +56,7 @@ __all__ = [
 from ._lib import MAX_SIMULATED_DEVICES, Kind, Status, TuttiError, library_path, version
 from .devices import DeviceInfo, _CDeviceInfo, device_count, device_info
 from .resources import Resources
+from .world import World
 from .fit import FitResult, _CFitOptions, _CFitResult, fit
 from .chem import (
     RhfEnergy,

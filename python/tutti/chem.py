@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ._lib import _check, _int, declare, lib
 from .resources import Resources, _c_resources, _CResources
+from .world import _entering_library, spans_world
 
 __all__ = ["RhfEnergy", "rhf_energy", "ShellGradient", "RhfGradient", "rhf_gradient"]
 
@@ -166,6 +167,7 @@ declare(
 )
 
 
+@spans_world
 def rhf_energy(
     xyz,
     basis: str,
@@ -200,6 +202,7 @@ def rhf_energy(
         options.max_iterations = _int(max_iterations, "max_iterations").value
     result = _CRhfResult()
     text = ctypes.c_void_p()
+    _entering_library()
     _check(
         lib.tutti_rhf_energy(
             str(xyz).encode("utf-8"),
@@ -226,6 +229,7 @@ def rhf_energy(
     )
 
 
+@spans_world
 def rhf_gradient(
     xyz,
     basis: str,
@@ -265,6 +269,7 @@ def rhf_gradient(
         options.rhf.max_iterations = _int(max_iterations, "max_iterations").value
     result = _CRhfGradient()
     text = ctypes.c_void_p()
+    _entering_library()
     _check(
         lib.tutti_rhf_gradient(
             str(xyz).encode("utf-8"),

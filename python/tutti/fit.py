@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from ._lib import Status, TuttiError, _check, _int, declare, lib
 from .resources import Resources, _c_resources, _CResources
+from .world import _entering_library, spans_world
 
 __all__ = ["FitResult", "fit"]
 
@@ -76,6 +77,7 @@ declare(
 )
 
 
+@spans_world
 def fit(
     residuals,
     residual_counts,
@@ -137,6 +139,7 @@ def fit(
     parameters_c = (ctypes.c_double * max(n, 1))()
     covariance_c = (ctypes.c_double * max(n * n, 1))()
     result_c = _CFitResult()
+    _entering_library()
     status = lib.tutti_fit(
         callback,
         None,

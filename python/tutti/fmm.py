@@ -7,6 +7,7 @@ import ctypes
 
 from ._lib import Status, TuttiError, _check, _int, declare, lib
 from .resources import Resources, _c_resources, _CResources
+from .world import _entering_library, spans_world
 
 __all__ = ["fmm", "direct_sum"]
 
@@ -76,10 +77,12 @@ def _fields(function, positions, masses, last):
     double_p = ctypes.POINTER(ctypes.c_double)
     # Empty arrays have no data pointer numpy guarantees; tutti reads nothing when n = 0.
     pointer = lambda a: a.ctypes.data_as(double_p) if a.size else double_p()  # noqa: E731
+    _entering_library()
     _check(function(n, pointer(x), pointer(m), last, pointer(potential), pointer(accel)))
     return potential, accel
 
 
+@spans_world
 def fmm(
     positions,
     masses,

@@ -15,6 +15,7 @@ import os
 from dataclasses import dataclass
 
 from ._lib import Kind, _check, declare, lib
+from .world import World
 
 __all__ = ["Resources"]
 
@@ -37,8 +38,7 @@ class _CResources(ctypes.Structure):
         # c_void_p rather than c_char_p: the buffer is kept alive by the caller, see _to_c.
         ("scratch_dir", ctypes.c_void_p),
         ("scratch_limit_bytes", ctypes.c_uint64),
-        # const TuttiWorld *: NULL, the call runs in this process alone (MPI worlds from
-        # Python are not bound yet).
+        # const TuttiWorld *: NULL, the call runs in this process alone; else a World's.
         ("world", ctypes.c_void_p),
     ]
 
@@ -87,6 +87,9 @@ class Resources:
       ``None`` means no cap beyond the hardware.
     - ``scratch``: the directory for scratch (spill) files (``None``: the system temporary
       directory); ``scratch_limit_mib`` caps what is written there.
+    - ``world``: a :class:`tutti.World` (MPI processes) to split the call among: every
+      process makes the same call, each runs one rank on one device; ``None`` (the default)
+      runs the call in this process alone.
 
     ``Resources()`` is what every workload uses when given ``resources=None``. Bad values
     raise ``ValueError`` (``TypeError`` for a wrong type) here; device selection itself (more
@@ -100,8 +103,13 @@ class Resources:
     host_memory_mib: float | None = None
     scratch: str | None = None
     scratch_limit_mib: float | None = None
+    world: World | None = None
 
     def __post_init__(self) -> None:
+        if self.world is not None and not isinstance(self.world, World):
+            raise TypeError(
+                f"Resources: `world` must be a tutti.World or None, got {self.world!r}"
+            )
         kind = self.kind
         if isinstance(kind, Kind):
             kind = kind.name.lower()
@@ -172,6 +180,9 @@ class Resources:
             scratch = ctypes.create_string_buffer(self.scratch.encode("utf-8"))
             out.scratch_dir = ctypes.addressof(scratch)
             keepalive.append(scratch)
+        if self.world is not None:
+            out.world = self.world._pointer()
+            keepalive.append(self.world)
         return out, tuple(keepalive)
 
 

@@ -10,6 +10,7 @@ import threading
 
 from ._lib import Status, TuttiError, _check, _int, declare, lib
 from .resources import Resources, _c_resources, _CResources
+from .world import _entering_library, spans_world
 
 __all__ = ["TrainKind", "Dtype", "Train", "src"]
 
@@ -277,6 +278,7 @@ class Train:
         return f"Train({kind.name}, {dtype.name.lower()}, {sites} sites, bonds {self.bonds})"
 
 
+@spans_world
 def src(
     trains,
     chi: int,
@@ -313,6 +315,7 @@ def src(
     with contextlib.ExitStack() as pinned:
         handles = [pinned.enter_context(t._live()).value for t in owned]
         stack = (ctypes.c_void_p * len(owned))(*handles)
+        _entering_library()
         _check(
             lib.tutti_src(stack, _int(len(owned), "n"), ctypes.byref(options), ctypes.byref(out))
         )

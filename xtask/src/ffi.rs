@@ -195,7 +195,7 @@ fn sanitizers_available(build: &Path) -> bool {
 }
 
 /// `dir` in front of any PYTHONPATH already set.
-fn join_python_path(dir: &Path) -> std::ffi::OsString {
+pub fn join_python_path(dir: &Path) -> std::ffi::OsString {
     let mut paths = vec![dir.to_path_buf()];
     if let Some(existing) = std::env::var_os("PYTHONPATH") {
         paths.extend(std::env::split_paths(&existing));

@@ -3,11 +3,15 @@
 //! tutti-mpi and the CLI with their `mpi` features, and runs tutti-mpi's tests and the CLI's
 //! `mpirun` tests with `TUTTI_REQUIRE_MPI=1`, so that the `mpirun` cases (2, 3 and 4
 //! processes; the CLI's workloads against threads) cannot skip; then builds libtutti with
-//! `--features mpi` and runs the C and Fortran programs of `ffi-tests/mpi/` under `mpirun`.
+//! `--features mpi` and runs the C and Fortran programs of `ffi-tests/mpi/` and the Python
+//! program `python/tests/mpi/world.py` (over mpi4py, pip-installed when missing) under
+//! `mpirun`.
 
 use std::process::Command;
 
-use crate::tools::{apt_install, cargo, on_path, run, Failure, Workspace};
+use crate::tools::{
+    apt_install, cargo, ensure_ffi_tools, ensure_python_module, on_path, run, Failure, Workspace,
+};
 
 /// The features that build tutti with MPI.
 const MPI_FEATURES: &str = "tutti-mpi/mpi,tutti-cli/mpi,tutti-capi/mpi";
@@ -22,6 +26,10 @@ pub fn run_all() -> Result<(), Failure> {
             "mpicc or mpirun is not on PATH",
         )?;
     }
+    // gfortran for mpifort, numpy for the Python program; then mpi4py, whose wheel loads the
+    // MPI library installed above.
+    ensure_ffi_tools()?;
+    ensure_python_module("mpi4py", "python3-mpi4py")?;
     // The lint and the tests select the whole workspace, as the suite's steps do, and add
     // the `mpi` features: cargo then unifies the dependencies' features as it did there and
     // rebuilds only what the features change (tutti-mpi and the crates above it). Selecting
@@ -52,7 +60,8 @@ pub fn run_all() -> Result<(), Failure> {
     host_programs(&Workspace::load()?)
 }
 
-/// The C and Fortran programs of `ffi-tests/mpi/`, which initialise MPI themselves and pass
+/// The C and Fortran programs of `ffi-tests/mpi/` and the Python program of
+/// `python/tests/mpi/`, which initialise MPI themselves (Python through mpi4py) and pass
 /// their communicator to libtutti (built with `--features mpi`), under `mpirun`: every
 /// process must print `rank R: ok`.
 fn host_programs(workspace: &Workspace) -> Result<(), Failure> {
@@ -94,17 +103,34 @@ fn host_programs(workspace: &Workspace) -> Result<(), Failure> {
         .arg(&fortran_binary);
     link(&mut mpifort);
     run(&mut mpifort)?;
-    for binary in [&c_binary, &fortran_binary] {
-        println!(
-            "==> mpirun -n {HOST_PROGRAM_PROCESSES} {}",
-            binary.display()
-        );
+    let python_program = root
+        .join("python")
+        .join("tests")
+        .join("mpi")
+        .join("world.py");
+    let programs: [(&str, Vec<&std::path::Path>); 3] = [
+        ("the C program", vec![&c_binary]),
+        ("the Fortran program", vec![&fortran_binary]),
+        (
+            "the Python program",
+            vec![std::path::Path::new("python3"), &python_program],
+        ),
+    ];
+    for (what, command) in programs {
+        let shown: Vec<String> = command.iter().map(|p| p.display().to_string()).collect();
+        let shown = shown.join(" ");
+        println!("==> mpirun -n {HOST_PROGRAM_PROCESSES} {shown} ({what})");
         let mut mpirun = Command::new("timeout");
         mpirun
             .args(["120", "mpirun", "-n", &HOST_PROGRAM_PROCESSES.to_string()])
             .args(["--timeout", "100"])
-            .arg(binary)
+            .args(&command)
             .current_dir(root)
+            .env("TUTTI_LIB", lib_dir.join("libtutti.so"))
+            .env(
+                "PYTHONPATH",
+                crate::ffi::join_python_path(&root.join("python")),
+            )
             .envs(OPEN_MPI_CONTAINER_ENV.iter().copied());
         let out = mpirun
             .output()
@@ -113,16 +139,14 @@ fn host_programs(workspace: &Workspace) -> Result<(), Failure> {
         print!("{log}{}", String::from_utf8_lossy(&out.stderr));
         if !out.status.success() {
             return Err(Failure::new(format!(
-                "mpirun -n {HOST_PROGRAM_PROCESSES} {} failed ({})",
-                binary.display(),
+                "mpirun -n {HOST_PROGRAM_PROCESSES} {shown} failed ({})",
                 out.status
             )));
         }
         for rank in 0..HOST_PROGRAM_PROCESSES {
             if !log.contains(&format!("rank {rank}: ok")) {
                 return Err(Failure::new(format!(
-                    "{}: rank {rank} did not report ok",
-                    binary.display()
+                    "{shown}: rank {rank} did not report ok"
                 )));
             }
         }

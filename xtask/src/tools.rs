@@ -203,6 +203,34 @@ fn python_has(module: &str) -> bool {
 
 /// Makes sure gcc, gfortran, python3, pytest and numpy are there, installing gfortran (apt-get,
 /// as root), pytest and numpy (pip, else apt-get) when missing.
+/// Makes `module` importable by `python3`: with pip when it is missing, else with apt-get
+/// (`apt_package`, as root).
+pub fn ensure_python_module(module: &str, apt_package: &str) -> Result<(), Failure> {
+    if python_has(module) {
+        return Ok(());
+    }
+    println!("==> python3 cannot import {module}: installing it with pip");
+    let pip = run(Command::new("python3").args([
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+        "--root-user-action=ignore",
+        module,
+    ]));
+    if let Err(failure) = pip {
+        println!("pip could not install {module} ({failure}); trying apt-get");
+        apt_install(&[apt_package], &format!("python3 cannot import {module}"))?;
+    }
+    if !python_has(module) {
+        return Err(Failure::new(format!(
+            "{module} is still not importable by python3 after installing it"
+        )));
+    }
+    Ok(())
+}
+
 pub fn ensure_ffi_tools() -> Result<(), Failure> {
     if !on_path("gcc") {
         apt_install(&["gcc", "libc6-dev"], "gcc is not on PATH")?;
@@ -214,29 +242,7 @@ pub fn ensure_ffi_tools() -> Result<(), Failure> {
         apt_install(&["python3"], "python3 is not on PATH")?;
     }
     // numpy: the Python tests of tensor trains compare against dense numpy products.
-    for (module, apt_package) in [("pytest", "python3-pytest"), ("numpy", "python3-numpy")] {
-        if python_has(module) {
-            continue;
-        }
-        println!("==> python3 cannot import {module}: installing it with pip");
-        let pip = run(Command::new("python3").args([
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            "--root-user-action=ignore",
-            module,
-        ]));
-        if let Err(failure) = pip {
-            println!("pip could not install {module} ({failure}); trying apt-get");
-            apt_install(&[apt_package], &format!("python3 cannot import {module}"))?;
-        }
-        if !python_has(module) {
-            return Err(Failure::new(format!(
-                "{module} is still not importable by python3 after installing it"
-            )));
-        }
-    }
+    ensure_python_module("pytest", "python3-pytest")?;
+    ensure_python_module("numpy", "python3-numpy")?;
     Ok(())
 }

@@ -235,6 +235,35 @@ fn world_numbers(world: &TuttiWorld) -> Result<[c_int; 4], Error> {
     }
 }
 
+/// Fails this process's next call over `world` before it starts, with `message`: the other
+/// processes, waiting in that call, return `TUTTI_ERROR_REMOTE` with this process's rank and
+/// `message`, as they do for an argument tutti refuses on this process only. For a host
+/// program whose own checks fail on some processes only: call this instead of the workload
+/// on those processes, and the job goes on (nothing waits forever). Blocks until the other
+/// processes have entered their call.
+///
+/// Errors: `TUTTI_ERROR_NULL_POINTER` for `world` or `message`;
+/// `TUTTI_ERROR_INVALID_ARGUMENT` for a pointer that is not a live world or a message that
+/// is not UTF-8.
+///
+/// # Safety
+/// `world` is NULL or a world from tutti not yet released; `message` is NULL or a
+/// NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn tutti_world_fail(
+    world: *const TuttiWorld,
+    message: *const std::ffi::c_char,
+) -> c_int {
+    ffi_call("tutti_world_fail", || {
+        // SAFETY: checked against the registry before it is read.
+        let world = unsafe { world_ref(world, "world") }?;
+        // SAFETY: NULL or NUL-terminated (the caller's promise); checked by input_str.
+        let message = unsafe { crate::boundary::input_str(message, "message") }?;
+        world.fail_others(Error::invalid_argument(message.to_string()));
+        Ok(())
+    })
+}
+
 /// Releases `world` (frees tutti's duplicate communicator): collective over the
 /// communicator, like `MPI_Comm_free`. Call it before the host's `MPI_Finalize`.
 /// `tutti_world_free(NULL)` is a no-op returning `TUTTI_OK`.
@@ -290,6 +319,15 @@ mod tests {
                     std::ptr::null_mut()
                 ),
                 TuttiStatus::TUTTI_ERROR_NULL_POINTER.code()
+            );
+            let message = c"why".as_ptr();
+            assert_eq!(
+                tutti_world_fail(std::ptr::null(), message),
+                TuttiStatus::TUTTI_ERROR_NULL_POINTER.code()
+            );
+            assert_eq!(
+                tutti_world_fail(fake, message),
+                TuttiStatus::TUTTI_ERROR_INVALID_ARGUMENT.code()
             );
         }
     }
