@@ -199,8 +199,9 @@ typedef struct TuttiTrain TuttiTrain;
  * communicator). tutti talks on a private duplicate of the communicator, so its messages
  * never match the host program's, and MPI stays the host's to finalise. Name it in a
  * workload call's `options->resources.world` to split the call among the processes: every
- * process makes the same call with the same arguments, each runs one rank on one device
- * (leave `devices` at `TUTTI_ALL_DEVICES` or 1), and every process gets the result. When
+ * process makes the same call with the same arguments, each runs a rank per device its
+ * `resources` select (`devices` = k gives every process k ranks; several need MPI
+ * initialised with `MPI_THREAD_SERIALIZED`), and every process gets the result. When
  * one process fails, every other returns `TUTTI_ERROR_REMOTE` with its rank and message;
  * the communicator stays usable.
  */

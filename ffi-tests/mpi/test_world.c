@@ -1,10 +1,11 @@
 /*
  * The C ABI over MPI processes (run under `mpirun -n N` by `cargo xtask mpi-test`): a host
  * program that initialises MPI itself passes its communicator to tutti, gets FMM results
- * bitwise equal to the same call on N simulated devices in one process, survives a tutti
- * error on one process (the others get TUTTI_ERROR_REMOTE with its message) and a failure of
- * its own told through tutti_world_fail, keeps using its own communicator, does it again on
- * each half of a split communicator, and finalises.
+ * bitwise equal to the same call on N simulated devices in one process (and with two devices
+ * per process, to 2N devices), survives a tutti error on one process (the others get
+ * TUTTI_ERROR_REMOTE with its message) and a failure of its own told through
+ * tutti_world_fail, keeps using its own communicator, does it again on each half of a split
+ * communicator, and finalises.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -32,15 +33,16 @@ static void bodies(double *positions, double *masses) {
     }
 }
 
-/* The FMM over `world` against the same call on `devices` devices in this process. */
-static void fmm_over(TuttiWorld *world, int devices, const char *what) {
+/* The FMM over `world`, `per_process` devices in each process, against the same call on
+ * `devices` devices in this process. */
+static void fmm_over_k(TuttiWorld *world, int per_process, int devices, const char *what) {
     static double positions[3 * N], masses[N];
     static double potential[N], accel[3 * N], local_potential[N], local_accel[3 * N];
     bodies(positions, masses);
     TuttiFmmOptions options;
     CHECK(tutti_fmm_options_default(&options) == TUTTI_OK, "%s: default options", what);
     options.resources.kind = TUTTI_KIND_CPU;
-    options.resources.devices = 1;
+    options.resources.devices = per_process;
     options.resources.world = world;
     int status = tutti_fmm(N, positions, masses, &options, potential, accel);
     CHECK(status == TUTTI_OK, "%s: tutti_fmm over the world (%s)", what, tutti_last_error());
@@ -54,6 +56,11 @@ static void fmm_over(TuttiWorld *world, int devices, const char *what) {
     CHECK(memcmp(potential, local_potential, sizeof potential) == 0 &&
               memcmp(accel, local_accel, sizeof accel) == 0,
           "%s: bitwise equal to %d devices in one process", what, devices);
+}
+
+/* The FMM over `world`, one device per process. */
+static void fmm_over(TuttiWorld *world, int devices, const char *what) {
+    fmm_over_k(world, 1, devices, what);
 }
 
 int main(int argc, char **argv) {
@@ -74,6 +81,8 @@ int main(int argc, char **argv) {
           local_rank, local_size);
 
     fmm_over(world, size, "MPI_COMM_WORLD");
+    /* Processes x local devices: two ranks in each process (MPI_THREAD_SERIALIZED). */
+    fmm_over_k(world, 2, 2 * size, "two devices per process");
 
     /* A NaN mass on the last process only: it fails its own check, the others learn why. */
     static double positions[3 * N], masses[N], potential[N], accel[3 * N];

@@ -88,7 +88,7 @@ class Resources:
     - ``scratch``: the directory for scratch (spill) files (``None``: the system temporary
       directory); ``scratch_limit_mib`` caps what is written there.
     - ``world``: a :class:`tutti.World` (MPI processes) to split the call among: every
-      process makes the same call, each runs one rank on one device; ``None`` (the default)
+      process makes the same call, each runs a rank per device it selects; ``None`` (the default)
       runs the call in this process alone.
 
     ``Resources()`` is what every workload uses when given ``resources=None``. Bad values

@@ -2,10 +2,11 @@
 (``TuttiWorld``), so that a workload call is split among them.
 
 Every process makes the same call with the same arguments and ``resources=Resources(...,
-world=world)``; each runs one rank on one device (leave ``devices`` at ``None`` or 1) and every
-process gets the result. A failure on one process raises :class:`tutti.TuttiError` on every
-other with ``Status.ERROR_REMOTE``, that process's rank and message; the communicator stays
-usable. mpi4py is not imported here: :meth:`World.from_mpi4py` takes any object with
+world=world)``; each runs a rank per device its resources select (``devices=1``: one rank per
+process; several need MPI initialised with ``MPI_THREAD_SERIALIZED``, which mpi4py's default
+``MPI_THREAD_MULTIPLE`` is) and every process gets the result. A failure on one process
+raises :class:`tutti.TuttiError` on every other with ``Status.ERROR_REMOTE``, that process's
+rank and message; the communicator stays usable. mpi4py is not imported here: :meth:`World.from_mpi4py` takes any object with
 ``py2f()``, and :class:`World` itself takes the Fortran handle (``MPI_Comm_c2f``)::
 
     from mpi4py import MPI

@@ -27,8 +27,9 @@ static LIVE_WORLDS: Registry = Registry::new();
 /// communicator). tutti talks on a private duplicate of the communicator, so its messages
 /// never match the host program's, and MPI stays the host's to finalise. Name it in a
 /// workload call's `options->resources.world` to split the call among the processes: every
-/// process makes the same call with the same arguments, each runs one rank on one device
-/// (leave `devices` at `TUTTI_ALL_DEVICES` or 1), and every process gets the result. When
+/// process makes the same call with the same arguments, each runs a rank per device its
+/// `resources` select (`devices` = k gives every process k ranks; several need MPI
+/// initialised with `MPI_THREAD_SERIALIZED`), and every process gets the result. When
 /// one process fails, every other returns `TUTTI_ERROR_REMOTE` with its rank and message;
 /// the communicator stays usable.
 pub struct TuttiWorld {
@@ -90,12 +91,20 @@ impl TuttiWorld {
         error
     }
 
-    /// The group of a call over this world: this process's rank on its one device, with its
-    /// node share of the cores, host memory and GPUs (`tutti_mpi::node_share`). A failure
-    /// (no such device, several selected) releases the other processes.
+    /// The group of a call over this world: a rank per device `resources` selects in this
+    /// process, with its node share of the cores, host memory and GPUs
+    /// (`tutti_mpi::node_share`). A failure (no such device, several devices without
+    /// `MPI_THREAD_SERIALIZED`) releases the other processes.
     pub(crate) fn group(&self, resources: &Resources, gpu_use: GpuUse) -> Result<Group, Error> {
-        self.make_group(resources, gpu_use)
-            .map_err(|error| self.fail_others(error))
+        self.make_group(resources, gpu_use).map_err(|error| {
+            // A failure another process told while the group formed is known to all
+            // already; telling it again would start a round nobody else joins.
+            if error.status() == TuttiStatus::TUTTI_ERROR_REMOTE {
+                error
+            } else {
+                self.fail_others(error)
+            }
+        })
     }
 
     fn make_group(&self, resources: &Resources, gpu_use: GpuUse) -> Result<Group, Error> {
@@ -108,17 +117,24 @@ impl TuttiWorld {
                 self.world.local_size(),
                 tutti_mpi::Node::here(),
             );
-            let mut devices = resources
+            let devices = resources
                 .select_for(gpu_use)
                 .map_err(crate::resources::device_error)?;
-            if devices.len() != 1 {
+            let level = self.world.thread_level();
+            if devices.len() > 1 && level < tutti_mpi::mpi::ThreadLevel::Serialized {
                 return Err(Error::invalid_argument(format!(
-                    "options->resources selects {} devices and names a world: over MPI every \
-                     process runs one device (set devices to 1, or ordinals to one ordinal)",
+                    "options->resources selects {} devices in this process and names a world, \
+                     which needs MPI initialised with MPI_THREAD_SERIALIZED or better (this \
+                     one is {level:?}): initialise MPI so, or set devices to 1",
                     devices.len()
                 )));
             }
-            Ok(Group::spanning(self.world.fabric(), devices.remove(0)))
+            Group::spanning_devices(self.world.fabric(), devices).map_err(|e| match e {
+                tutti_group::GroupError::Remote { .. } => {
+                    Error::new(TuttiStatus::TUTTI_ERROR_REMOTE, e.to_string())
+                }
+                other => Error::new(TuttiStatus::TUTTI_ERROR_DEVICE, other.to_string()),
+            })
         }
         #[cfg(not(feature = "mpi"))]
         {

@@ -68,9 +68,10 @@ impl Processes {
         }
     }
 
-    /// The group of the computation: over MPI, this process's rank on one device of
-    /// `resources` (one device per process), with its node share of the cores, host memory
-    /// and GPUs ([`tutti_mpi::node_share`]); else every device `resources` selects.
+    /// The group of the computation: over MPI, a rank per device `resources` selects in
+    /// each process (`--devices N` gives every process N), with the process's node share of
+    /// the cores, host memory and GPUs ([`tutti_mpi::node_share`]); else every device
+    /// `resources` selects.
     pub fn group(&self, resources: &Resources, gpu_use: GpuUse) -> Result<Group, String> {
         #[cfg(feature = "mpi")]
         if let Some(world) = &self.world {
@@ -81,15 +82,17 @@ impl Processes {
                 world.local_size(),
                 tutti_mpi::Node::here(),
             );
-            let mut devices = resources.select_for(gpu_use).map_err(|e| e.to_string())?;
-            if devices.len() != 1 {
+            let devices = resources.select_for(gpu_use).map_err(|e| e.to_string())?;
+            if devices.len() > 1 && world.thread_level() < tutti_mpi::mpi::ThreadLevel::Serialized {
                 return Err(format!(
-                    "over MPI every process runs one device, and the flags select {}: pass \
-                     `--devices 1` (or `--ordinals N`) and start more processes",
-                    devices.len()
+                    "the flags select {} devices in each process, which needs MPI to provide \
+                     MPI_THREAD_SERIALIZED, and this MPI provides {:?}: pass `--devices 1` \
+                     and start more processes",
+                    devices.len(),
+                    world.thread_level()
                 ));
             }
-            return Ok(Group::spanning(world.fabric(), devices.remove(0)));
+            return Group::spanning_devices(world.fabric(), devices).map_err(|e| e.to_string());
         }
         Group::from_resources(resources, gpu_use).map_err(|e| e.to_string())
     }

@@ -317,12 +317,30 @@ fn subcommands_not_yet_across_processes_refuse() {
         stderr.contains("tutti demo does not run across processes yet (started by Open MPI"),
         "a process says why:\n{stderr}"
     );
-    let output = mpirun(2, &["fit", "demo", "--kind", "cpu", "-d", "2"]);
-    assert!(!output.status.success());
-    let stderr = String::from_utf8_lossy(&output.stderr);
+}
+
+#[test]
+fn processes_times_local_devices_are_bitwise_the_threads() {
+    if !have_mpirun() {
+        return;
+    }
+    // 2 processes of 2 ranks each (one a thread per device), against 4 threads.
+    let over_mpi = mpirun(
+        2,
+        &["fit", "demo", "--json", "--kind", "cpu", "--devices", "2"],
+    );
     assert!(
-        stderr.contains("over MPI every process runs one device, and the flags select 2"),
-        "{stderr}"
+        over_mpi.status.success(),
+        "{}",
+        String::from_utf8_lossy(&over_mpi.stderr)
+    );
+    let reports = json_lines(&over_mpi);
+    assert_eq!(reports.len(), 1, "rank 0 alone prints the report");
+    assert_eq!(reports[0]["devices"], Value::from(4));
+    let on_threads = alone(&["fit", "demo", "--json", "--kind", "cpu", "--devices", "4"]);
+    assert_eq!(
+        without_seconds(reports[0].clone()),
+        without_seconds(json_lines(&on_threads)[0].clone())
     );
 }
 

@@ -8,8 +8,9 @@ use std::sync::{Arc, Mutex};
 use tutti_backend::{panic_message, BackendError, Device, GpuUse, Resources};
 
 use crate::comm::Comm;
+use crate::hybrid::{Layout, NodeMailbox};
 use crate::local::{LocalMailbox, SoloTransport};
-use crate::transport::{Fabric, Transport};
+use crate::transport::{Block, Fabric, Signature, Transport};
 use crate::RunError;
 
 /// Ranks `0..size`, one per device: all in this process, or spread over processes.
@@ -25,6 +26,8 @@ use crate::RunError;
 pub struct Group {
     devices: Vec<Device>,
     fabric: Option<Arc<dyn Fabric>>,
+    /// Where the ranks of a spanning group with several ranks in some process are.
+    layout: Option<Arc<Layout>>,
 }
 
 impl fmt::Debug for Group {
@@ -50,6 +53,18 @@ pub enum GroupError {
     /// The devices could not be selected.
     #[error(transparent)]
     Backend(#[from] BackendError),
+    /// The processes of a spanning group could not agree on its layout.
+    #[error("forming a group across processes: {0}")]
+    Layout(String),
+    /// A process failed while the processes formed a spanning group (its failure before a
+    /// call, told with [`Group::before_run`] or its like, meets the others there).
+    #[error("rank {rank} failed: {message}")]
+    Remote {
+        /// The failing process's (first) rank.
+        rank: usize,
+        /// Its error's text.
+        message: String,
+    },
 }
 
 impl Group {
@@ -61,6 +76,7 @@ impl Group {
         Ok(Self {
             devices,
             fabric: None,
+            layout: None,
         })
     }
 
@@ -71,7 +87,41 @@ impl Group {
         Self {
             devices: vec![device],
             fabric: Some(fabric),
+            layout: None,
         }
+    }
+
+    /// A group spanning processes with a rank per device of `devices` in this process: the
+    /// fabric's processes (its ranks) hold consecutive ranks of the group, process 0 the
+    /// first ones. Collective over the fabric: every process calls it, each with its own
+    /// devices (the counts may differ). The ranks of one process exchange in shared memory;
+    /// one of them at a time carries the process's part of each exchange over the fabric.
+    /// A process of several ranks thus calls the fabric from several threads (one at a
+    /// time: an MPI fabric needs `MPI_THREAD_SERIALIZED` there); a process of one rank runs
+    /// it on the calling thread. When every process has one device this is
+    /// [`Group::spanning`].
+    ///
+    /// Errors, on every process alike: [`GroupError::Empty`] when some process has no
+    /// device, [`GroupError::Layout`] when the processes cannot exchange their counts.
+    pub fn spanning_devices(
+        fabric: Arc<dyn Fabric>,
+        devices: Vec<Device>,
+    ) -> Result<Self, GroupError> {
+        let counts = exchange_counts(fabric.as_ref(), devices.len())?;
+        if counts.contains(&0) {
+            return Err(GroupError::Empty);
+        }
+        let layout = Layout::new(&counts, fabric.rank()).ok_or_else(|| {
+            GroupError::Layout(format!(
+                "the device counts {counts:?} of the processes do not form a group"
+            ))
+        })?;
+        let layout = (!layout.one_rank_each()).then(|| Arc::new(layout));
+        Ok(Self {
+            devices,
+            fabric: Some(fabric),
+            layout,
+        })
     }
 
     /// A group over the devices `resources` selects for a computation that can do `gpu_use`
@@ -82,16 +132,19 @@ impl Group {
 
     /// The number of ranks, over all processes.
     pub fn size(&self) -> usize {
-        self.fabric
-            .as_ref()
-            .map_or(self.devices.len(), |fabric| fabric.size())
+        match (&self.layout, &self.fabric) {
+            (Some(layout), _) => layout.size(),
+            (None, Some(fabric)) => fabric.size(),
+            (None, None) => self.devices.len(),
+        }
     }
 
     /// The ranks held by this process: all of them, unless the group spans processes.
     pub fn local_ranks(&self) -> Range<usize> {
-        match &self.fabric {
-            None => 0..self.devices.len(),
-            Some(fabric) => fabric.rank()..fabric.rank() + self.devices.len(),
+        match (&self.layout, &self.fabric) {
+            (Some(layout), _) => layout.local(),
+            (None, None) => 0..self.devices.len(),
+            (None, Some(fabric)) => fabric.rank()..fabric.rank() + self.devices.len(),
         }
     }
 
@@ -140,6 +193,9 @@ impl Group {
         R: Send,
         E: Send + fmt::Display,
     {
+        if let (Some(fabric), Some(layout)) = (&self.fabric, &self.layout) {
+            return run_hybrid(fabric.as_ref(), layout, &self.devices, work);
+        }
         if let (Some(fabric), [device]) = (&self.fabric, self.devices.as_slice()) {
             return run_spanning(fabric.as_ref(), device, work);
         }
@@ -279,5 +335,142 @@ where
             transport.abort_with(&format!("panicked: {message}"));
             Err(remote(transport.as_ref()).unwrap_or(RunError::Panicked { rank, message }))
         }
+    }
+}
+
+/// Every process's device count, through one session of `fabric`.
+fn exchange_counts(fabric: &dyn Fabric, mine: usize) -> Result<Vec<usize>, GroupError> {
+    let failed = |err: crate::CommError| GroupError::Layout(err.to_string());
+    let transport = fabric.open().map_err(failed)?;
+    let signature = Signature {
+        op: "spanning_devices",
+        root: None,
+        element: "u64",
+        len: Some(1),
+    };
+    let block = Block::from((mine as u64).to_le_bytes().to_vec());
+    let incoming = transport.exchange(&signature, vec![block; fabric.size()]);
+    if let (Err(_), Some((rank, message))) = (&incoming, transport.failure()) {
+        return Err(GroupError::Remote { rank, message });
+    }
+    transport.leave();
+    incoming
+        .map_err(failed)?
+        .iter()
+        .map(|block| {
+            let bytes: [u8; 8] = block[..].try_into().map_err(|_| {
+                GroupError::Layout(format!("a device count of {} bytes", block.len()))
+            })?;
+            usize::try_from(u64::from_le_bytes(bytes))
+                .map_err(|_| GroupError::Layout("a device count past usize".into()))
+        })
+        .collect()
+}
+
+/// [`Group::run`] with several ranks in this process of a spanning group: a thread per local
+/// rank over a [`NodeMailbox`], which carries the exchanges between processes.
+fn run_hybrid<R, E, F>(
+    fabric: &dyn Fabric,
+    layout: &Layout,
+    devices: &[Device],
+    work: F,
+) -> Result<Vec<R>, RunError<E>>
+where
+    F: Fn(&Comm<'_>) -> Result<R, E> + Sync,
+    R: Send,
+    E: Send + fmt::Display,
+{
+    let local = layout.local();
+    let outer = fabric.open().map_err(|err| RunError::Remote {
+        rank: local.start,
+        message: format!("could not open the run's transport: {err}"),
+    })?;
+    let mailbox = NodeMailbox::new(outer.as_ref(), layout);
+    let failures: Mutex<Vec<RunError<E>>> = Mutex::new(Vec::new());
+    let fail = |failure: RunError<E>| {
+        failures
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .push(failure);
+    };
+    let body = |index: usize, device: &Device| {
+        let rank = local.start + index;
+        let endpoint = mailbox.endpoint(index);
+        let comm = Comm::new(&endpoint, device);
+        match catch_unwind(AssertUnwindSafe(|| work(&comm))) {
+            Ok(Ok(value)) => {
+                endpoint.leave();
+                Some(value)
+            }
+            Ok(Err(error)) => {
+                let text = error.to_string();
+                fail(RunError::Failed { rank, error });
+                endpoint.abort_with(&text);
+                None
+            }
+            Err(payload) => {
+                let message = panic_message(payload.as_ref()).to_string();
+                let text = format!("panicked: {message}");
+                fail(RunError::Panicked { rank, message });
+                endpoint.abort_with(&text);
+                None
+            }
+        }
+    };
+    // One rank here runs on the calling thread, so that a process of one rank calls the
+    // fabric from the thread it was called on (what `MPI_THREAD_FUNNELED` allows).
+    let results: Vec<Option<R>> = match devices {
+        [device] => vec![body(0, device)],
+        _ => std::thread::scope(|scope| {
+            let mut handles = Vec::with_capacity(devices.len());
+            for (index, device) in devices.iter().enumerate() {
+                let rank = local.start + index;
+                let body = &body;
+                let spawned = std::thread::Builder::new()
+                    .name(format!("tutti-rank-{rank}"))
+                    .spawn_scoped(scope, move || body(index, device));
+                match spawned {
+                    Ok(handle) => handles.push(handle),
+                    Err(err) => {
+                        let message = err.to_string();
+                        mailbox
+                            .endpoint(index)
+                            .abort_with(&format!("could not start its thread: {message}"));
+                        fail(RunError::Spawn { rank, message });
+                        break;
+                    }
+                }
+            }
+            handles
+                .into_iter()
+                .map(|handle| handle.join().unwrap_or(None))
+                .collect()
+        }),
+    };
+    let mut failures = failures
+        .into_inner()
+        .unwrap_or_else(|poison| poison.into_inner());
+    // Every process reports the failure the transport agreed on: another process's as
+    // `Remote`, one of this process's as its own error.
+    match mailbox.failure() {
+        Some((origin, message)) if !local.contains(&origin) => Err(RunError::Remote {
+            rank: origin,
+            message,
+        }),
+        Some((origin, message)) => match failures.iter().position(|f| f.rank() == origin) {
+            Some(i) => Err(failures.swap_remove(i)),
+            None => Err(RunError::Remote {
+                rank: origin,
+                message,
+            }),
+        },
+        None if !failures.is_empty() => Err(failures.swap_remove(0)),
+        None => results
+            .into_iter()
+            .collect::<Option<Vec<R>>>()
+            .ok_or_else(|| RunError::Remote {
+                rank: local.start,
+                message: "a rank of this process returned no result".into(),
+            }),
     }
 }

@@ -31,6 +31,7 @@
 mod comm;
 mod error;
 mod group;
+mod hybrid;
 mod local;
 mod transport;
 

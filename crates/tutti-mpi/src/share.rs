@@ -43,10 +43,10 @@ impl Node {
 ///   takes the even share, not the socket. Processes that share one cgroup cpuset or quota
 ///   smaller than the node are not detected (that needs their affinity masks gathered).
 /// - **Host memory.** Without a cap of the caller's, `memory / local_size`.
-/// - **GPU.** A request that may open GPUs (`gpu` or `auto`) for all devices or one device
-///   names GPU `local_rank % gpus`, so the processes of a node spread over its GPUs (two
-///   processes share one when there are more processes than GPUs). Explicit ordinals are
-///   kept.
+/// - **GPU.** A request that may open GPUs (`gpu` or `auto`) for `k` devices per process
+///   (all devices counting as one) names GPUs `local_rank * k .. local_rank * k + k`,
+///   modulo the node's GPUs, so the processes of a node spread over its GPUs (processes
+///   share them when there are more ranks than GPUs). Explicit ordinals are kept.
 ///
 /// One process alone on its node (`local_size` 1) keeps `resources` as they are.
 pub fn node_share(
@@ -69,9 +69,19 @@ pub fn node_share(
     if shared.host_memory_cap.is_none() && node.host_memory > 0 {
         shared = shared.with_host_memory_cap(node.host_memory / local_size as u64);
     }
-    let one_device = matches!(shared.devices, DeviceRequest::All | DeviceRequest::Count(1));
-    if shared.kind != KindRequest::Cpu && one_device && node.gpus > 0 {
-        shared = shared.with_devices(DeviceRequest::Ordinals(vec![local_rank % node.gpus]));
+    let per_process = match shared.devices {
+        DeviceRequest::All => Some(1),
+        DeviceRequest::Count(k) => Some(k),
+        DeviceRequest::Ordinals(_) => None,
+    };
+    if let (Some(k), true) = (
+        per_process,
+        shared.kind != KindRequest::Cpu && node.gpus > 0,
+    ) {
+        // Process l takes GPUs l*k .. l*k + k, wrapping around the node's GPUs.
+        let first = local_rank.wrapping_mul(k);
+        let ordinals = (0..k).map(|i| first.wrapping_add(i) % node.gpus).collect();
+        shared = shared.with_devices(DeviceRequest::Ordinals(ordinals));
     }
     shared
 }
@@ -159,6 +169,19 @@ mod tests {
                 DeviceRequest::Ordinals(vec![expected])
             );
         }
+        // Two GPUs per process: process 1 of 6 takes 2 and 3, process 2 wraps to 0 and 1.
+        assert_eq!(
+            ordinal(1, Resources::gpu(2)),
+            DeviceRequest::Ordinals(vec![2, 3])
+        );
+        assert_eq!(
+            ordinal(2, Resources::gpu(2)),
+            DeviceRequest::Ordinals(vec![0, 1])
+        );
+        assert_eq!(
+            ordinal(1, Resources::gpu(3)),
+            DeviceRequest::Ordinals(vec![3, 0, 1])
+        );
         let explicit = Resources::gpu(1).with_devices(DeviceRequest::Ordinals(vec![2]));
         assert_eq!(ordinal(4, explicit), DeviceRequest::Ordinals(vec![2]));
         let none = Node { gpus: 0, ..NODE };

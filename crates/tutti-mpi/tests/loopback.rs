@@ -234,3 +234,158 @@ fn a_failure_before_the_run_releases_the_processes_in_it() {
         ]
     );
 }
+
+/// Like [`processes`], with `counts[p]` simulated devices (ranks) in process `p`: a group
+/// made by [`Group::spanning_devices`].
+fn processes_with<T, F>(counts: &[usize], work: F) -> Vec<T>
+where
+    T: Send + 'static,
+    F: Fn(Result<Group, tutti_group::GroupError>) -> T + Send + Sync + 'static,
+{
+    let counts: Arc<Vec<usize>> = Arc::new(counts.to_vec());
+    processes(counts.len(), move |_, fabric| {
+        let count = counts[fabric.rank()];
+        let devices = if count == 0 {
+            Vec::new()
+        } else {
+            Resources::cpu(count).select().expect("devices")
+        };
+        work(Group::spanning_devices(fabric, devices))
+    })
+}
+
+/// Layouts of ranks over processes for the tests of several ranks per process.
+const LAYOUTS: [&[usize]; 5] = [&[2, 1], &[1, 2], &[2, 2], &[1, 3, 2], &[3]];
+
+#[test]
+fn several_ranks_per_process_give_the_collectives_of_threads() {
+    for counts in LAYOUTS {
+        let total: usize = counts.iter().sum();
+        let reference = collectives_on_threads(total, 12);
+        let per_process = processes_with(counts, |group| {
+            let group = group.expect("the group");
+            let where_ = (group.size(), group.local_ranks());
+            (
+                where_,
+                group.run(|comm| collectives(comm, 12)).expect("the run"),
+            )
+        });
+        let mut start = 0;
+        let mut all = Vec::new();
+        for (p, ((size, local), results)) in per_process.into_iter().enumerate() {
+            assert_eq!(size, total, "{counts:?}");
+            assert_eq!(local, start..start + counts[p], "{counts:?}: process {p}");
+            start += counts[p];
+            all.extend(results);
+        }
+        assert_eq!(all, reference, "{counts:?} against {total} threads");
+    }
+}
+
+/// `fault` on global rank `rank` of a group laid out as `counts`: every process must report
+/// it as a group of threads would, the process holding `rank` as its own failure.
+fn layout_fault_case(fault: Fault, counts: &'static [usize], rank: usize, at: usize) {
+    let outcomes = processes_with(counts, move |group| {
+        let group = group.expect("the group");
+        let local = group.local_ranks();
+        (local, group.run(|comm| faulty(comm, fault, rank, at)))
+    });
+    for (local, outcome) in &outcomes {
+        let this = if local.contains(&rank) {
+            rank
+        } else {
+            local.start
+        };
+        match fault {
+            Fault::Error | Fault::Panic => {
+                if let Err(why) = check_fault(fault, rank, at, this, outcome) {
+                    panic!("{fault:?} on rank {rank} of {counts:?} after {at}: {why}");
+                }
+            }
+            Fault::EarlyReturn | Fault::Mismatch => assert!(
+                outcome.is_err(),
+                "{fault:?} on rank {rank} of {counts:?}: ranks {local:?} got {outcome:?}"
+            ),
+        }
+    }
+}
+
+#[test]
+fn a_failure_on_any_rank_of_several_per_process_reaches_every_process() {
+    for counts in [&[2, 1][..], &[1, 2, 2]] {
+        let total: usize = counts.iter().sum();
+        for rank in 0..total {
+            layout_fault_case(Fault::Error, counts, rank, 3);
+        }
+        layout_fault_case(Fault::Panic, counts, total - 1, 2);
+        layout_fault_case(Fault::Error, counts, 1, 0);
+    }
+}
+
+#[test]
+fn early_returns_and_mismatches_among_several_ranks_per_process_fail_every_process() {
+    for counts in [&[2, 1][..], &[1, 2, 2], &[3]] {
+        let total: usize = counts.iter().sum();
+        for rank in [0, total - 1] {
+            layout_fault_case(Fault::EarlyReturn, counts, rank, 2);
+            layout_fault_case(Fault::Mismatch, counts, rank, 1);
+        }
+    }
+}
+
+#[test]
+fn a_mismatch_inside_one_process_names_its_ranks() {
+    let outcomes = processes_with(&[1, 2], |group| {
+        group.expect("the group").run(|comm| {
+            if comm.rank() == 2 {
+                comm.barrier()
+            } else {
+                let mut x = [1.0];
+                comm.allreduce_sum(&mut x)
+            }
+        })
+    });
+    let detail = "rank 1 called reduce_sum<f64> root 0 len 1 while rank 2 called barrier<()>";
+    match &outcomes[1] {
+        Err(RunError::Failed {
+            rank: 1,
+            error: CommError::Mismatch(text),
+        }) => assert_eq!(text, detail),
+        other => panic!("the process of ranks 1 and 2: {other:?}"),
+    }
+    match &outcomes[0] {
+        Err(RunError::Remote { rank: 1, message }) => {
+            assert_eq!(message, &format!("collective mismatch: {detail}"));
+        }
+        other => panic!("the process of rank 0: {other:?}"),
+    }
+}
+
+#[test]
+fn a_group_of_several_ranks_per_process_serves_the_next_run() {
+    let sums = processes_with(&[2, 1, 2], |group| {
+        let group = group.expect("the group");
+        assert!(group.run(|comm| faulty(comm, Fault::Error, 3, 2)).is_err());
+        group
+            .run(|comm| {
+                let mut x = [comm.rank() as f64];
+                comm.allreduce_sum(&mut x)?;
+                Ok::<_, CommError>(x[0])
+            })
+            .expect("the second run")
+    });
+    assert_eq!(sums, vec![vec![10.0, 10.0], vec![10.0], vec![10.0, 10.0]]);
+}
+
+#[test]
+fn a_process_without_devices_fails_the_group_everywhere() {
+    let made = processes_with(&[2, 0, 1], |group| {
+        group.map(|g| g.size()).map_err(|e| e.to_string())
+    });
+    for outcome in made {
+        assert_eq!(
+            outcome,
+            Err("a group needs at least one device".to_string())
+        );
+    }
+}
