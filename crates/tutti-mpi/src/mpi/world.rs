@@ -161,7 +161,11 @@ impl World {
                 return Err(error);
             }
         };
-        let wire = MpiWire::new(dup, rank, size, level, watchdog, finalizer.clone());
+        let mut wire = MpiWire::new(dup, rank, size, level, watchdog, finalizer.clone());
+        let library_version = library_version();
+        // Every process alike refuses a world of mixed builds (the wire, dropped, frees the
+        // duplicate).
+        crate::handshake::handshake(&mut wire, &library_version).map_err(MpiError)?;
         Ok(Self {
             fabric: Arc::new(SpanningFabric::new(wire)),
             rank,
@@ -169,7 +173,7 @@ impl World {
             local_rank,
             local_size,
             level,
-            library_version: library_version(),
+            library_version,
             _finalizer: finalizer,
         })
     }
