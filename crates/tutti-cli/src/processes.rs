@@ -71,7 +71,8 @@ impl Processes {
     /// The group of the computation: over MPI, a rank per device `resources` selects in
     /// each process (`--devices N` gives every process N), with the process's node share of
     /// the cores, host memory and GPUs ([`tutti_mpi::node_share`]); else every device
-    /// `resources` selects.
+    /// `resources` selects, on the node share a launcher gives this process
+    /// ([`tutti_mpi::launch_share`]) when it runs alone under one.
     pub fn group(&self, resources: &Resources, gpu_use: GpuUse) -> Result<Group, String> {
         #[cfg(feature = "mpi")]
         if let Some(world) = &self.world {
@@ -94,7 +95,10 @@ impl Processes {
             }
             return Group::spanning_devices(world.fabric(), devices).map_err(|e| e.to_string());
         }
-        Group::from_resources(resources, gpu_use).map_err(|e| e.to_string())
+        // A process alone under a launcher (`--mpi off`) still takes its node share.
+        let resources =
+            tutti_mpi::launch_share(resources, self.launch.as_ref(), tutti_mpi::Node::here());
+        Group::from_resources(&resources, gpu_use).map_err(|e| e.to_string())
     }
 
     /// The number of processes in the run: the MPI world's size, or 1.

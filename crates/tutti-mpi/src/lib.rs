@@ -65,5 +65,5 @@ pub mod mpi;
 
 pub use fabric::SpanningFabric;
 pub use loopback::{loopback, on_loopback_processes, LoopbackWire, LOOPBACK_TIMEOUT};
-pub use share::{node_share, Node};
+pub use share::{launch_share, node_share, Node};
 pub use wire::{Wire, WireError};

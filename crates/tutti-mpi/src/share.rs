@@ -86,6 +86,24 @@ pub fn node_share(
     shared
 }
 
+/// `resources` for a process a launcher started, without MPI: its node share
+/// ([`node_share`]) where the launcher says the node-local rank and count (Open MPI,
+/// Hydra, PMIx and Slurm steps do), else `resources` unchanged. For programs that run under
+/// `mpirun` or `srun` without joining an MPI world (`tutti --mpi off`), so that the
+/// processes of one node still split its cores, memory and GPUs.
+pub fn launch_share(
+    resources: &Resources,
+    launch: Option<&crate::launch::Launch>,
+    node: Node,
+) -> Resources {
+    match launch.and_then(|l| l.local_rank.zip(l.local_size)) {
+        Some((local_rank, local_size)) if local_rank < local_size => {
+            node_share(resources, local_rank, local_size, node)
+        }
+        _ => resources.clone(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -96,6 +114,33 @@ mod tests {
         host_memory: 128 << 30,
         gpus: 4,
     };
+
+    #[test]
+    fn a_launch_without_mpi_takes_its_share_where_the_launcher_says() {
+        let vars = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == name)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        let open_mpi = crate::launch::detect(vars(&[
+            ("OMPI_COMM_WORLD_RANK", "1"),
+            ("OMPI_COMM_WORLD_SIZE", "2"),
+            ("OMPI_COMM_WORLD_LOCAL_RANK", "1"),
+            ("OMPI_COMM_WORLD_LOCAL_SIZE", "2"),
+        ]))
+        .unwrap();
+        let shared = launch_share(&Resources::cpu(1), open_mpi.as_ref(), NODE);
+        assert_eq!(shared, node_share(&Resources::cpu(1), 1, 2, NODE));
+        assert_eq!(shared.host_cores, Some(8));
+        assert_eq!(
+            launch_share(&Resources::cpu(1), None, NODE),
+            Resources::cpu(1),
+            "no launcher: unchanged"
+        );
+    }
 
     #[test]
     fn one_process_keeps_its_resources() {
