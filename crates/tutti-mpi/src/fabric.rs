@@ -52,6 +52,7 @@ impl<W: Wire> SpanningFabric<W> {
     }
 
     pub(crate) fn release(&self) {
+        self.wire().release_buffers();
         self.in_use.store(false, Ordering::Release);
     }
 }

@@ -56,6 +56,8 @@ mod handshake;
 mod header;
 pub mod launch;
 mod loopback;
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))] // used by mpi::MpiWire; tested always
+mod pool;
 mod session;
 mod share;
 mod wire;

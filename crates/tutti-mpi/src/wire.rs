@@ -46,4 +46,7 @@ pub trait Wire: Send {
         send: &[Block],
         receive_lens: &[usize],
     ) -> Result<Vec<Block>, WireError>;
+
+    /// Drops buffers kept for later exchanges: called when a run ends.
+    fn release_buffers(&mut self) {}
 }

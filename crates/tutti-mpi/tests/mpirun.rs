@@ -95,6 +95,8 @@ fn the_transport_over_mpi_processes() {
         expect_ok(processes, &["mismatch", "1", "4"]);
     }
     expect_ok(3, &["rounds"]);
+    expect_ok(2, &["large"]);
+    expect_ok(3, &["large"]);
     expect_ok(3, &["again"]);
     // Random failure points: rank and round from a fixed sequence.
     for trial in 0..8usize {

@@ -72,6 +72,37 @@ fn run(world: &World, args: &[String]) -> Result<(), String> {
                 Err(format!("{rounds} rounds differ from {size} threads"))
             }
         }
+        "large" => {
+            // Blocks of about 64 KiB and 1 MiB in alternate rounds: from the third round on,
+            // the wire receives into buffers of earlier rounds (its pool), so every byte
+            // must be checked to be this round's.
+            let len = |round: usize, rank: usize| [65_536, 1 << 20][round % 2] + rank;
+            let pattern = |round: usize, from: usize, to: usize| -> Vec<u8> {
+                (0..len(round, from))
+                    .map(|i| (i * 31 + round * 7 + from * 3 + to) as u8)
+                    .collect()
+            };
+            let wrong = group
+                .run(|comm| {
+                    let mut wrong = 0usize;
+                    for round in 0..6 {
+                        let blocks: Vec<Vec<u8>> = (0..comm.size())
+                            .map(|to| pattern(round, comm.rank(), to))
+                            .collect();
+                        let incoming = comm.all_to_all(&blocks)?;
+                        for (from, block) in incoming.iter().enumerate() {
+                            wrong += usize::from(*block != pattern(round, from, comm.rank()));
+                        }
+                    }
+                    Ok::<_, CommError>(wrong)
+                })
+                .map_err(|e| e.to_string())?;
+            if wrong == [0] {
+                Ok(())
+            } else {
+                Err(format!("{wrong:?} large blocks arrived wrong"))
+            }
+        }
         "error" => fault(Fault::Error),
         "panic" => fault(Fault::Panic),
         "early" => fault(Fault::EarlyReturn),

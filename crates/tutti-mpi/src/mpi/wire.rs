@@ -3,7 +3,6 @@
 //! optional watchdog.
 
 use std::ffi::c_int;
-use std::mem::MaybeUninit;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -11,6 +10,7 @@ use tutti_group::Block;
 
 use super::ffi::{self, check, Fint};
 use super::world::Finalizer;
+use crate::pool::{BlockPool, Receive};
 use crate::wire::{Wire, WireError};
 
 /// Bytes of one point-to-point message at most: MPI counts are C `int`s, so larger blocks
@@ -54,6 +54,8 @@ pub struct MpiWire {
     size: usize,
     level: ThreadLevel,
     watchdog: Option<Duration>,
+    /// Receive buffers of earlier exchanges of the run, to receive into again.
+    pool: BlockPool,
     /// MPI's finaliser when tutti initialised MPI: dropped after the communicator is freed.
     _finalizer: Option<Arc<Finalizer>>,
 }
@@ -74,6 +76,7 @@ impl MpiWire {
             size,
             level,
             watchdog,
+            pool: BlockPool::default(),
             _finalizer: finalizer,
         }
     }
@@ -282,43 +285,41 @@ impl Wire for MpiWire {
             )));
         }
         // The blocks are received in place, into the allocations the collectives hand on:
-        // no zeroing and no copy after. Every byte is written before `assume_init`: each
+        // no zeroing and no copy after; large ones into blocks of earlier exchanges that
+        // nobody holds any more (`BlockPool`). Every byte is written before `finish`: each
         // chunk's receive is checked to have brought exactly its length.
-        let mut incoming: Vec<Arc<[MaybeUninit<u8>]>> = receive_lens
+        let mut incoming: Vec<Receive> = receive_lens
             .iter()
-            .map(|&len| Arc::new_uninit_slice(len))
+            .map(|&len| self.pool.take(len))
             .collect();
         let mut receives: Vec<(Fint, usize)> = Vec::new();
         let mut sends: Vec<Fint> = Vec::new();
         let mut outcome = Ok(());
         for (source, block) in incoming.iter_mut().enumerate() {
-            let Some(block) = Arc::get_mut(block) else {
-                outcome = Err(WireError("a fresh block is shared".into()));
+            let Some((start, len)) = block.as_mut_ptr() else {
+                outcome = Err(WireError("a receive buffer is shared".into()));
                 break;
             };
             if source == self.rank {
                 let own = &send[self.rank];
-                // SAFETY: `block` holds exactly own.len() bytes (checked above), and a fresh
-                // allocation overlaps no input.
+                // SAFETY: `start` is valid for `len` = own.len() bytes of writes (checked
+                // above), and a buffer only the pool held overlaps no input.
                 unsafe {
-                    std::ptr::copy_nonoverlapping(
-                        own.as_ptr(),
-                        block.as_mut_ptr().cast(),
-                        own.len(),
-                    );
+                    std::ptr::copy_nonoverlapping(own.as_ptr(), start, own.len());
                 }
                 continue;
             }
-            for chunk in block.chunks_mut(CHUNK_BYTES) {
+            for offset in (0..len).step_by(CHUNK_BYTES) {
+                let chunk = CHUNK_BYTES.min(len - offset);
                 // SAFETY: a constant getter of the shim.
                 let mut request = unsafe { ffi::tutti_mpi_request_null() };
-                // SAFETY: `chunk` is valid for writes of `count` bytes and outlives the
-                // request: `incoming` is only read after `wait_all` below has completed
-                // every one (or dropped unread after an error).
+                // SAFETY: `start + offset` is valid for writes of `chunk` bytes (inside the
+                // buffer of `len`) and outlives the request: `incoming` is only read after
+                // `wait_receives` below has completed every one (or leaked after an error).
                 let code = unsafe {
                     ffi::tutti_mpi_irecv_bytes(
-                        chunk.as_mut_ptr().cast(),
-                        Self::count(chunk.len()),
+                        start.add(offset).cast(),
+                        Self::count(chunk),
                         Self::peer(source),
                         BLOCK_TAG,
                         self.comm,
@@ -329,7 +330,7 @@ impl Wire for MpiWire {
                 if outcome.is_err() {
                     break;
                 }
-                receives.push((request, chunk.len()));
+                receives.push((request, chunk));
             }
             if outcome.is_err() {
                 break;
@@ -374,13 +375,19 @@ impl Wire for MpiWire {
             return Err(error);
         }
         outcome?;
-        Ok(incoming
+        let blocks: Vec<Block> = incoming
             .into_iter()
             // SAFETY: every byte of every block was written: its own block by the copy
             // above, the others by receives that each brought exactly their chunk's length
             // (checked by wait_receives).
-            .map(|block| unsafe { block.assume_init() })
-            .collect())
+            .map(|block| unsafe { block.finish() })
+            .collect();
+        self.pool.keep(&blocks);
+        Ok(blocks)
+    }
+
+    fn release_buffers(&mut self) {
+        self.pool.clear();
     }
 }
 
