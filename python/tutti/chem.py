@@ -202,11 +202,12 @@ def rhf_energy(
         options.max_iterations = _int(max_iterations, "max_iterations").value
     result = _CRhfResult()
     text = ctypes.c_void_p()
+    xyz_c, basis_c = str(xyz).encode("utf-8"), os.fsencode(basis)
     _entering_library()
     _check(
         lib.tutti_rhf_energy(
-            str(xyz).encode("utf-8"),
-            os.fsencode(basis),
+            xyz_c,
+            basis_c,
             ctypes.byref(options),
             ctypes.byref(result),
             ctypes.byref(text),
@@ -269,11 +270,12 @@ def rhf_gradient(
         options.rhf.max_iterations = _int(max_iterations, "max_iterations").value
     result = _CRhfGradient()
     text = ctypes.c_void_p()
+    xyz_c, basis_c = str(xyz).encode("utf-8"), os.fsencode(basis)
     _entering_library()
     _check(
         lib.tutti_rhf_gradient(
-            str(xyz).encode("utf-8"),
-            os.fsencode(basis),
+            xyz_c,
+            basis_c,
             ctypes.byref(options),
             ctypes.byref(result),
             ctypes.byref(text),

@@ -139,13 +139,14 @@ def fit(
     parameters_c = (ctypes.c_double * max(n, 1))()
     covariance_c = (ctypes.c_double * max(n * n, 1))()
     result_c = _CFitResult()
+    n_experiments, n_parameters = _int(len(counts), "n_experiments"), _int(n, "n_parameters")
     _entering_library()
     status = lib.tutti_fit(
         callback,
         None,
-        _int(len(counts), "n_experiments"),
+        n_experiments,
         counts_c,
-        _int(n, "n_parameters"),
+        n_parameters,
         initial_c,
         ctypes.byref(options),
         parameters_c,

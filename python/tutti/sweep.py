@@ -315,9 +315,8 @@ def src(
     with contextlib.ExitStack() as pinned:
         handles = [pinned.enter_context(t._live()).value for t in owned]
         stack = (ctypes.c_void_p * len(owned))(*handles)
+        count = _int(len(owned), "n")
         _entering_library()
-        _check(
-            lib.tutti_src(stack, _int(len(owned), "n"), ctypes.byref(options), ctypes.byref(out))
-        )
+        _check(lib.tutti_src(stack, count, ctypes.byref(options), ctypes.byref(out)))
     del keepalive  # the struct's pointers were read during the call
     return Train(None, _handle=out.value)

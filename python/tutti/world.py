@@ -26,7 +26,7 @@ import inspect
 import numbers
 import threading
 
-from ._lib import _check, declare, lib
+from ._lib import TuttiError, _check, declare, lib
 
 _int_p = ctypes.POINTER(ctypes.c_int)
 declare(
@@ -133,8 +133,8 @@ def spans_world(function):
     def call(*args, **kwargs):
         try:
             resources = signature.bind_partial(*args, **kwargs).arguments.get("resources")
-        except TypeError:
-            resources = None
+        except TypeError:  # the call itself is wrong; it raises below, after telling
+            resources = kwargs.get("resources")
         world = getattr(resources, "world", None)
         if world is None:
             return function(*args, **kwargs)
@@ -144,7 +144,12 @@ def spans_world(function):
         except BaseException as error:
             if getattr(_calls, "count", 0) == before and not world.closed:
                 text = getattr(error, "message", None)
-                world._fail(text if isinstance(text, str) else f"{type(error).__name__}: {error}")
+                try:
+                    world._fail(
+                        text if isinstance(text, str) else f"{type(error).__name__}: {error}"
+                    )
+                except TuttiError as told:  # the original error stays the one raised
+                    error.add_note(f"telling the other processes failed too: {told}")
             raise
 
     return call

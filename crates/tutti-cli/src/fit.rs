@@ -246,7 +246,7 @@ fn bootstrap(
     }
     let (spanning, local) = match processes.share(resources, tutti_fit::GPU_USE)? {
         Some((group, share)) => (Some(group), share),
-        None => (None, resources.clone()),
+        None => (None, processes.alone_share(resources)),
     };
     // Checks that may fail in one process only join the campaign's first round as failed.
     let groups = before_campaign(spanning.as_ref(), one_per_device(&local))?;

@@ -83,22 +83,31 @@ impl Processes {
                 world.local_size(),
                 tutti_mpi::Node::here(),
             );
-            let devices = resources.select_for(gpu_use).map_err(|e| e.to_string())?;
+            let devices = resources
+                .select_for(gpu_use)
+                .map_err(|e| tell_others(world, e.to_string()))?;
             if devices.len() > 1 && world.thread_level() < tutti_mpi::mpi::ThreadLevel::Serialized {
-                return Err(format!(
-                    "the flags select {} devices in each process, which needs MPI to provide \
-                     MPI_THREAD_SERIALIZED, and this MPI provides {:?}: pass `--devices 1` \
-                     and start more processes",
-                    devices.len(),
-                    world.thread_level()
+                return Err(tell_others(
+                    world,
+                    format!(
+                        "the flags select {} devices in each process, which needs MPI to \
+                         provide MPI_THREAD_SERIALIZED, and this MPI provides {:?}: pass \
+                         `--devices 1` and start more processes",
+                        devices.len(),
+                        world.thread_level()
+                    ),
                 ));
             }
+            // Forming the group is collective: its errors reach every process alike.
             return Group::spanning_devices(world.fabric(), devices).map_err(|e| e.to_string());
         }
-        // A process alone under a launcher (`--mpi off`) still takes its node share.
-        let resources =
-            tutti_mpi::launch_share(resources, self.launch.as_ref(), tutti_mpi::Node::here());
-        Group::from_resources(&resources, gpu_use).map_err(|e| e.to_string())
+        Group::from_resources(&self.alone_share(resources), gpu_use).map_err(|e| e.to_string())
+    }
+
+    /// `resources` for a process that runs alone: its node share when a launcher started it
+    /// (`--mpi off` under `mpirun`; [`tutti_mpi::launch_share`]), else `resources`.
+    pub fn alone_share(&self, resources: &Resources) -> Resources {
+        tutti_mpi::launch_share(resources, self.launch.as_ref(), tutti_mpi::Node::here())
     }
 
     /// The number of processes in the run: the MPI world's size, or 1.
@@ -129,10 +138,14 @@ impl Processes {
             );
             let device = share
                 .select_for(gpu_use)
-                .map_err(|e| e.to_string())?
-                .into_iter()
-                .next()
-                .ok_or("the flags select no device in this process")?;
+                .map_err(|e| e.to_string())
+                .and_then(|devices| {
+                    devices
+                        .into_iter()
+                        .next()
+                        .ok_or_else(|| "the flags select no device in this process".to_string())
+                })
+                .map_err(|e| tell_others(world, e))?;
             return Ok(Some((Group::spanning(world.fabric(), device), share)));
         }
         let _ = (resources, gpu_use);
@@ -153,4 +166,16 @@ impl Processes {
         }
         Ok(())
     }
+}
+
+/// `error`, after telling the other processes: a process that fails before its first
+/// collective (its flags select no device on its node, say) joins that collective's round as
+/// failed, so the others return with its message instead of waiting for it.
+#[cfg(feature = "mpi")]
+fn tell_others(world: &tutti_mpi::mpi::World, error: String) -> String {
+    use tutti_group::Fabric;
+    if let Ok(transport) = world.fabric().open() {
+        transport.abort_with(&error);
+    }
+    error
 }

@@ -212,3 +212,30 @@ fn a_process_without_local_groups_fails_every_process() {
         "{err}"
     );
 }
+
+#[test]
+fn items_one_process_refuses_fail_every_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("campaign.json");
+    let outcomes = on_loopback_processes(3, |group: &Group| {
+        let mut mine = items(4);
+        if group.local_ranks().start == 1 {
+            mine[2].task_id = mine[0].task_id.clone();
+        }
+        let options = CampaignOptions::default().with_execution(Execution::Processes {
+            group: group.clone(),
+            local: vec![Resources::cpu(1)],
+        });
+        checkpointed_map(task, &mine, &ledger, &options)
+    })
+    .unwrap();
+    for (rank, outcome) in outcomes.into_iter().enumerate() {
+        let err = outcome
+            .expect_err("a duplicate id on one process fails all")
+            .to_string();
+        assert!(err.contains("appears more than once"), "rank {rank}: {err}");
+        if rank != 1 {
+            assert!(err.starts_with("rank 1 failed"), "rank {rank}: {err}");
+        }
+    }
+}

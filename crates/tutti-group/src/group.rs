@@ -34,10 +34,10 @@ impl fmt::Debug for Group {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut debug = f.debug_struct("Group");
         debug.field("devices", &self.devices);
-        if let Some(fabric) = &self.fabric {
+        if self.fabric.is_some() {
             debug
-                .field("rank", &fabric.rank())
-                .field("size", &fabric.size());
+                .field("ranks", &self.local_ranks())
+                .field("size", &self.size());
         }
         debug.finish()
     }
@@ -102,7 +102,9 @@ impl Group {
     /// [`Group::spanning`].
     ///
     /// Errors, on every process alike: [`GroupError::Empty`] when some process has no
-    /// device, [`GroupError::Layout`] when the processes cannot exchange their counts.
+    /// device, [`GroupError::Layout`] when the processes cannot exchange their counts,
+    /// [`GroupError::Remote`] when a process failed before forming the group and said so
+    /// (its MPI process rank and message).
     pub fn spanning_devices(
         fabric: Arc<dyn Fabric>,
         devices: Vec<Device>,

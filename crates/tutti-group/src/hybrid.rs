@@ -87,7 +87,7 @@ fn untagged(layout: &Layout, q: usize, text: &str) -> (usize, String) {
         .unwrap_or_else(|| {
             (
                 layout.ranks_of(q.min(layout.processes() - 1)).start,
-                text.into(),
+                renumber(text, layout),
             )
         })
 }
@@ -346,7 +346,7 @@ impl<'a> NodeMailbox<'a> {
                     .collect(),
                 op,
             },
-            CommError::Mismatch(text) => CommError::Mismatch(renumber(&text, first)),
+            CommError::Mismatch(text) => CommError::Mismatch(renumber(&text, self.layout)),
             other => other,
         }
     }
@@ -405,19 +405,53 @@ impl<'a> NodeMailbox<'a> {
     }
 }
 
-/// `text` with every `rank N` replaced by `rank first(N)`.
-fn renumber(text: &str, first: impl Fn(usize) -> usize) -> String {
+/// A text of the process-level transport (a mismatch, an early return), whose ranks are
+/// processes, in the group's ranks: `rank N` names process N's first rank, and the list of
+/// `rank(s) [..]` every rank of the processes listed.
+fn renumber(text: &str, layout: &Layout) -> String {
+    let first = |q: usize| {
+        if q < layout.processes() {
+            layout.ranks_of(q).start
+        } else {
+            q
+        }
+    };
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
-    while let Some(at) = rest.find("rank ") {
-        let (before, after) = rest.split_at(at + "rank ".len());
+    while let Some(at) = rest.find("rank") {
+        let (before, after) = rest.split_at(at + "rank".len());
         out.push_str(before);
-        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
-        match after[..digits].parse::<usize>() {
-            Ok(n) => out.push_str(&first(n).to_string()),
-            Err(_) => out.push_str(&after[..digits]),
+        if let Some(list) = after.strip_prefix("(s) [") {
+            let Some(close) = list.find(']') else {
+                rest = after;
+                continue;
+            };
+            let processes: Option<Vec<usize>> = list[..close]
+                .split(", ")
+                .map(|n| n.parse::<usize>().ok().filter(|&q| q < layout.processes()))
+                .collect();
+            match processes {
+                Some(processes) => {
+                    let ranks: Vec<usize> = processes
+                        .into_iter()
+                        .flat_map(|q| layout.ranks_of(q))
+                        .collect();
+                    out.push_str(&format!("(s) {ranks:?}"));
+                }
+                None => out.push_str(&after[..5 + close + 1]),
+            }
+            rest = &list[close + 1..];
+        } else if let Some(number) = after.strip_prefix(' ') {
+            let digits = number.bytes().take_while(u8::is_ascii_digit).count();
+            out.push(' ');
+            match number[..digits].parse::<usize>() {
+                Ok(n) => out.push_str(&first(n).to_string()),
+                Err(_) => out.push_str(&number[..digits]),
+            }
+            rest = &number[digits..];
+        } else {
+            rest = after;
         }
-        rest = &after[digits..];
     }
     out.push_str(rest);
     out
@@ -557,13 +591,27 @@ mod tests {
     }
 
     #[test]
-    fn process_numbers_in_texts_become_first_ranks() {
-        let first = |q: usize| [0, 2, 5][q];
+    fn process_numbers_in_texts_become_ranks() {
+        let layout = Layout::new(&[2, 3, 1], 0).unwrap();
         assert_eq!(
-            renumber("rank 0 called barrier<()> while rank 2 called x", first),
+            renumber("rank 0 called barrier<()> while rank 2 called x", &layout),
             "rank 0 called barrier<()> while rank 5 called x"
         );
-        assert_eq!(renumber("no ranks; rank x", first), "no ranks; rank x");
+        assert_eq!(
+            renumber(
+                "rank 1 returned while rank(s) [0, 2] waited for it in y",
+                &layout
+            ),
+            "rank 2 returned while rank(s) [0, 1, 5] waited for it in y"
+        );
+        assert_eq!(
+            renumber("no ranks; rank x; ranks", &layout),
+            "no ranks; rank x; ranks"
+        );
+        assert_eq!(
+            renumber("rank(s) [9] and rank(s) [", &layout),
+            "rank(s) [9] and rank(s) ["
+        );
     }
 
     #[test]

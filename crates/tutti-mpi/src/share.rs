@@ -46,7 +46,8 @@ impl Node {
 /// - **GPU.** A request that may open GPUs (`gpu` or `auto`) for `k` devices per process
 ///   (all devices counting as one) names GPUs `local_rank * k .. local_rank * k + k`,
 ///   modulo the node's GPUs, so the processes of a node spread over its GPUs (processes
-///   share them when there are more ranks than GPUs). Explicit ordinals are kept.
+///   share them when there are more ranks than GPUs). A k above the node's GPU count is
+///   left as it is, for the selection to refuse. Explicit ordinals are kept.
 ///
 /// One process alone on its node (`local_size` 1) keeps `resources` as they are.
 pub fn node_share(
@@ -74,10 +75,10 @@ pub fn node_share(
         DeviceRequest::Count(k) => Some(k),
         DeviceRequest::Ordinals(_) => None,
     };
-    if let (Some(k), true) = (
-        per_process,
-        shared.kind != KindRequest::Cpu && node.gpus > 0,
-    ) {
+    // More GPUs per process than the node has is left to the selection, which refuses it
+    // as it does for one process (and no list of a huge count is built).
+    let spread = shared.kind != KindRequest::Cpu && node.gpus > 0;
+    if let (Some(k), true) = (per_process.filter(|&k| k <= node.gpus), spread) {
         // Process l takes GPUs l*k .. l*k + k, wrapping around the node's GPUs.
         let first = local_rank.wrapping_mul(k);
         let ordinals = (0..k).map(|i| first.wrapping_add(i) % node.gpus).collect();
@@ -226,6 +227,12 @@ mod tests {
         assert_eq!(
             ordinal(1, Resources::gpu(3)),
             DeviceRequest::Ordinals(vec![3, 0, 1])
+        );
+        // More per process than the node has: left to the selection to refuse.
+        assert_eq!(ordinal(1, Resources::gpu(5)), DeviceRequest::Count(5));
+        assert_eq!(
+            ordinal(1, Resources::gpu(i32::MAX as usize)),
+            DeviceRequest::Count(i32::MAX as usize)
         );
         let explicit = Resources::gpu(1).with_devices(DeviceRequest::Ordinals(vec![2]));
         assert_eq!(ordinal(4, explicit), DeviceRequest::Ordinals(vec![2]));

@@ -302,7 +302,28 @@ fn layout_fault_case(fault: Fault, counts: &'static [usize], rank: usize, at: us
                     panic!("{fault:?} on rank {rank} of {counts:?} after {at}: {why}");
                 }
             }
-            Fault::EarlyReturn | Fault::Mismatch => assert!(
+            // Every process reports the same rank and text, naming the rank that returned
+            // (which rank reports it may differ from threads: a process finds its own
+            // rank's departure before the others can).
+            Fault::EarlyReturn => {
+                let reports: Vec<(usize, String)> = outcomes
+                    .iter()
+                    .map(|(_, outcome)| match outcome {
+                        Err(RunError::Failed { rank, error }) => (*rank, error.to_string()),
+                        Err(RunError::Remote { rank, message }) => (*rank, message.clone()),
+                        other => panic!("early return on rank {rank} of {counts:?}: {other:?}"),
+                    })
+                    .collect();
+                assert!(
+                    reports.iter().all(|r| r == &reports[0]),
+                    "early return on rank {rank} of {counts:?}: {reports:?}"
+                );
+                let named = format!("rank {rank} returned while rank(s)");
+                assert!(reports[0].1.starts_with(&named), "{reports:?}");
+            }
+            // A mismatch inside one process is worded by that process's first rank (see
+            // `a_mismatch_inside_one_process_names_its_ranks`): every process must fail.
+            Fault::Mismatch => assert!(
                 outcome.is_err(),
                 "{fault:?} on rank {rank} of {counts:?}: ranks {local:?} got {outcome:?}"
             ),

@@ -180,10 +180,11 @@ where
     O: Serialize + DeserializeOwned + Send,
     F: Fn(&I, &TaskContext<'_>) -> Result<O, String> + Sync,
 {
-    let hashes = input_hashes(items)?;
     let groups = match &options.execution {
         Execution::Processes { group, local } => {
-            return processes::run(&task, items, &hashes, ledger_path, options, group, local)
+            // Bad items on one process only must not leave the others waiting.
+            let hashes = group.before_run(input_hashes(items))?;
+            return processes::run(&task, items, &hashes, ledger_path, options, group, local);
         }
         Execution::Serial => None,
         Execution::Groups(groups) if groups.is_empty() => {
@@ -194,6 +195,7 @@ where
         }
         Execution::Groups(groups) => Some(groups),
     };
+    let hashes = input_hashes(items)?;
     let ledger = open_ledger(ledger_path, options.resume)?;
     let pending = pending_tasks(&ledger, items, &hashes)?;
 
