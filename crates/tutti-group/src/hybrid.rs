@@ -157,15 +157,18 @@ impl<'a> NodeMailbox<'a> {
     fn finish_outer(&self, message: Option<String>) {
         {
             let mut state = self.lock();
-            if state.outer_done {
-                return;
-            }
-            state.outer_done = true;
+            // An abort releases the local ranks even when the session is already over (a
+            // mismatch inside this process ended it): one may have carried on after it.
             if message.is_some() {
                 state.aborted = true;
             }
+            let done = std::mem::replace(&mut state.outer_done, true);
+            drop(state);
+            self.round_done.notify_all();
+            if done {
+                return;
+            }
         }
-        self.round_done.notify_all();
         let _calling = self
             .calling
             .lock()

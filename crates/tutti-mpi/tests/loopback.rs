@@ -410,3 +410,27 @@ fn a_process_without_devices_fails_the_group_everywhere() {
         );
     }
 }
+
+#[test]
+fn a_rank_carrying_on_after_a_mismatch_in_its_process_is_released() {
+    // Ranks 1 and 2 share a process and mismatch; rank 1 (and rank 0 elsewhere) go on to
+    // a barrier while rank 2 gives up: the barrier must fail, not wait for rank 2.
+    let outcomes = processes_with(&[1, 2], |group| {
+        group.expect("the group").run(|comm| {
+            let first = if comm.rank() == 2 {
+                comm.barrier()
+            } else {
+                let mut x = [1.0];
+                comm.allreduce_sum(&mut x)
+            };
+            match (comm.rank(), first) {
+                (2, Err(err)) => Err(err),
+                (_, Err(_)) => comm.barrier(),
+                (_, Ok(())) => Ok(()),
+            }
+        })
+    });
+    for outcome in &outcomes {
+        assert!(outcome.is_err(), "{outcome:?}");
+    }
+}
