@@ -8,13 +8,30 @@ mod common;
 use common::random_train;
 use tutti_sweep::{write_train, Layer, NpyTrain, TensorTrain, TrainKind};
 
-/// Threads of this process whose name starts like the loader's (names are cut at 15 bytes).
+/// The kernel's flag of a task inside `do_exit` (`PF_EXITING`, field 9 of its `stat`).
+const PF_EXITING: u64 = 0x4;
+
+/// Threads of this process whose name starts like the loader's (names are cut at 15 bytes)
+/// and that are not exiting. A joined thread can stay listed for a moment after the join
+/// returns (the kernel wakes the joiner before it removes the task), always with
+/// `PF_EXITING` set; a loader left running has it clear.
 fn loaders() -> usize {
     std::fs::read_dir("/proc/self/task")
         .unwrap()
         .filter(|task| {
-            let comm = task.as_ref().unwrap().path().join("comm");
-            std::fs::read_to_string(comm).is_ok_and(|name| name.starts_with("tutti-sweep-lo"))
+            let path = task.as_ref().unwrap().path();
+            let named = std::fs::read_to_string(path.join("comm"))
+                .is_ok_and(|name| name.starts_with("tutti-sweep-lo"));
+            // The fields after the command name: state (3), ppid, pgrp, session, tty_nr,
+            // tpgid, flags (9).
+            let exiting = std::fs::read_to_string(path.join("stat"))
+                .ok()
+                .and_then(|stat| {
+                    let (_, rest) = stat.rsplit_once(')')?;
+                    rest.split_whitespace().nth(6)?.parse::<u64>().ok()
+                })
+                .is_none_or(|flags| flags & PF_EXITING != 0);
+            named && !exiting
         })
         .count()
 }
