@@ -34,6 +34,15 @@ fn task(input: &u64, context: &TaskContext<'_>) -> Result<u64, String> {
     Ok(input * input + u64::from(context.attempt))
 }
 
+/// Campaign options across `group`'s processes, with `local` groups of one simulated device
+/// in this one.
+fn across_options(group: Group, local: usize) -> CampaignOptions {
+    CampaignOptions::default().with_execution(Execution::Processes {
+        group,
+        local: vec![Resources::cpu(1); local],
+    })
+}
+
 /// `local` device groups for every process: rank r gets `local_groups[r % len]`.
 fn across(
     processes: usize,
@@ -43,11 +52,7 @@ fn across(
 ) -> Vec<Result<CampaignOutcome<u64>, FitError>> {
     on_loopback_processes(processes, |group: &Group| {
         let rank = group.local_ranks().start;
-        let local = vec![Resources::cpu(1); local_groups[rank % local_groups.len()]];
-        let options = CampaignOptions::default().with_execution(Execution::Processes {
-            group: group.clone(),
-            local,
-        });
+        let options = across_options(group.clone(), local_groups[rank % local_groups.len()]);
         checkpointed_map(task, items, ledger, &options)
     })
     .expect("loopback processes start")
@@ -107,10 +112,7 @@ fn resume_across_processes_reruns_only_failed_and_missing_tasks() {
         task(input, context)
     };
     let outcomes = on_loopback_processes(3, |group: &Group| {
-        let options = CampaignOptions::default().with_execution(Execution::Processes {
-            group: group.clone(),
-            local: vec![Resources::cpu(1)],
-        });
+        let options = across_options(group.clone(), 1);
         checkpointed_map(counted, &items, &ledger, &options)
     })
     .unwrap();
@@ -172,10 +174,7 @@ fn processes_holding_different_items_are_refused() {
         if group.local_ranks().start == 2 {
             mine[3].input += 1;
         }
-        let options = CampaignOptions::default().with_execution(Execution::Processes {
-            group: group.clone(),
-            local: vec![Resources::cpu(1)],
-        });
+        let options = across_options(group.clone(), 1);
         checkpointed_map(task, &mine, &ledger, &options)
     })
     .unwrap();
@@ -202,10 +201,7 @@ fn a_process_without_local_groups_fails_every_process() {
     assert!(errors[0].contains("rank 1 failed"), "{errors:?}");
     // A group with several ranks in this process is not one rank per process.
     let group = Group::from_resources(&Resources::cpu(2), tutti_fit::GPU_USE).unwrap();
-    let options = CampaignOptions::default().with_execution(Execution::Processes {
-        group,
-        local: vec![Resources::cpu(1)],
-    });
+    let options = across_options(group, 1);
     let err = checkpointed_map(task, &items(2), &ledger, &options).unwrap_err();
     assert!(
         err.to_string().contains("one rank in this process"),
@@ -222,10 +218,7 @@ fn items_one_process_refuses_fail_every_process() {
         if group.local_ranks().start == 1 {
             mine[2].task_id = mine[0].task_id.clone();
         }
-        let options = CampaignOptions::default().with_execution(Execution::Processes {
-            group: group.clone(),
-            local: vec![Resources::cpu(1)],
-        });
+        let options = across_options(group.clone(), 1);
         checkpointed_map(task, &mine, &ledger, &options)
     })
     .unwrap();
