@@ -6,7 +6,7 @@
 #   bash .gpu/run.sh                       # from anywhere; exit 0 only when every step passed
 #   TUTTI_GPU_RUN_DRY=1 bash .gpu/run.sh   # dry run, e.g. on the build machine without a GPU
 #
-# Steps, each under `timeout`, all within TUTTI_GPU_RUN_BUDGET seconds (default 400):
+# Steps, each under `timeout`, all within TUTTI_GPU_RUN_BUDGET seconds (default 420):
 #   pack        check the MANIFEST's sha256 sums; unpack `bin/*.xz` (xz, else python3's lzma)
 #   gpu-info    nvidia-smi (name, driver, compute capability, memory), glibc, python3
 #   cuda-libs   the CUDA library folder: <site-packages>/nvidia/cu13/lib (CUDA 13 wheels), else
@@ -20,10 +20,15 @@
 #               where compute-sanitizer is not installed; that does not fail the run)
 #   tutti-*     `tutti devices`, and small `tutti fmm` / `tutti sweep` runs on --kind gpu and
 #               --kind cpu (the inputs are in the pack's data/), timed
+#   fmm-gpu     the FMM with M2L and P2P as kernels on the GPU beside the host code on every
+#               core: 1e6 and 1e7 uniform and Plummer bodies at p = 7, bodies per second, the
+#               ratio, the error against the direct sum on 1000 bodies; 1e6 on two ranks of the
+#               GPU (bin/fmm_gpu; the CPU column at 1e7 is the 1e6 rate, marked)
 #   device-gemm Device::gemm (cuBLAS) at n = 4096 (f64) and 2048 (complex) beside faer on the
 #               host's cores: GFLOP/s and the GPU / CPU ratio (bin/device_gemm)
 #
-# Output, in ${OUT:-./out} (a relative OUT is taken from the pack's folder), three files:
+# Output, in ${OUT:-./out} (a relative OUT is taken from the pack's folder), three files and
+# the benchmarks' JSON results (fmm_gpu.json, device_gemm.json):
 #   summary.json   versions, the library folders, and per step: status (pass, fail, timeout,
 #                  unavailable, skipped), exit code, seconds, whether it needs the GPU machine,
 #                  a note, the test counts of test steps, and the last lines of its log
@@ -36,7 +41,7 @@
 #                          TUTTI_REQUIRE_NVRTC are not set, so the GPU tests skip and pass
 #                          without a GPU; the result then counts only the steps that do not
 #                          need the GPU machine (needs_gpu false in summary.json)
-#   TUTTI_GPU_RUN_BUDGET   seconds for all steps together (default 400)
+#   TUTTI_GPU_RUN_BUDGET   seconds for all steps together (default 420)
 #
 # Exit status: 0 when the result is PASS, 1 when it is FAIL. A missing GPU, driver or library
 # makes steps fail (quickly: nothing waits for a GPU); it never stops the run.
@@ -50,7 +55,7 @@ dry=0
 if [ "${TUTTI_GPU_RUN_DRY:-0}" = 1 ] || [ "${1:-}" = --dry ]; then
     dry=1
 fi
-budget=${TUTTI_GPU_RUN_BUDGET:-400}
+budget=${TUTTI_GPU_RUN_BUDGET:-420}
 case $budget in
 '' | *[!0-9]*) echo "TUTTI_GPU_RUN_BUDGET must be a number of seconds, got '$budget'" >&2; exit 1 ;;
 esac
@@ -380,6 +385,14 @@ if [ -x "$tutti" ]; then
 else
     say "== tutti-*: no tutti binary in the pack"
     record tutti fail "" 0 0 "no bin/tutti in the pack"
+fi
+
+# Benchmarks write their JSON results beside the summary.
+export TUTTI_BENCH_RESULTS=$out
+
+# Step: fmm-gpu (the FMM's kernels on the GPU beside the host code, in the same run).
+if [ -x "$bin/fmm_gpu" ]; then
+    step fmm-gpu 1 180 "$bin/fmm_gpu" --n 1000000,10000000 --cpu-max-n 1000000
 fi
 
 # Step: device-gemm (the GPU's GEMM rate beside the host's, in the same run).

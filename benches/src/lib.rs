@@ -23,6 +23,44 @@ impl SplitMix {
     }
 }
 
+/// Bodies of an FMM benchmark: positions and strengths.
+pub type Bodies = (Vec<[f64; 3]>, Vec<f64>);
+
+/// N bodies uniform in the unit cube, strengths in [0.5, 1.5).
+pub fn uniform_bodies(n: usize, seed: u64) -> Bodies {
+    let mut rng = SplitMix(seed);
+    let positions = (0..n)
+        .map(|_| [rng.next_unit(), rng.next_unit(), rng.next_unit()])
+        .collect();
+    let masses = (0..n).map(|_| 0.5 + rng.next_unit()).collect();
+    (positions, masses)
+}
+
+/// A Plummer sphere of N bodies (scale radius 1, truncated at 20), equal masses summing to 1.
+pub fn plummer_bodies(n: usize, seed: u64) -> Bodies {
+    let mut rng = SplitMix(seed);
+    let positions = (0..n)
+        .map(|_| {
+            let radius = loop {
+                let u = rng.next_unit().max(1e-10);
+                let r = 1.0 / (u.powf(-2.0 / 3.0) - 1.0).sqrt();
+                if r < 20.0 {
+                    break r;
+                }
+            };
+            let cos_t = 2.0 * rng.next_unit() - 1.0;
+            let sin_t = (1.0 - cos_t * cos_t).sqrt();
+            let phi = std::f64::consts::TAU * rng.next_unit();
+            [
+                radius * sin_t * phi.cos(),
+                radius * sin_t * phi.sin(),
+                radius * cos_t,
+            ]
+        })
+        .collect();
+    (positions, vec![1.0 / n as f64; n])
+}
+
 /// The best (smallest) wall time of `repeats` runs of `work`, after one warm-up run.
 pub fn best_time<T>(repeats: usize, mut work: impl FnMut() -> T) -> (Duration, T) {
     let mut result = work();
@@ -62,13 +100,16 @@ pub fn meta(bench: &str) -> Value {
     })
 }
 
-/// Writes `results` with its `_meta` block to `benches/results/<bench>.json` and returns
-/// the path.
+/// Writes `results` with its `_meta` block to `benches/results/<bench>.json` (or
+/// `$TUTTI_BENCH_RESULTS/<bench>.json` when that variable names a folder, as the GPU pack's
+/// `run.sh` sets it) and returns the path.
 pub fn write_results(bench: &str, mut results: Value) -> std::io::Result<PathBuf> {
     if let Value::Object(map) = &mut results {
         map.insert("_meta".into(), meta(bench));
     }
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("results");
+    let dir = std::env::var_os("TUTTI_BENCH_RESULTS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("results"));
     std::fs::create_dir_all(&dir)?;
     let path = dir.join(format!("{bench}.json"));
     let text = serde_json::to_string_pretty(&results).map_err(std::io::Error::other)?;

@@ -46,8 +46,10 @@ const GPU_TESTS: &[GpuTest] = &[
 ];
 
 /// Benchmarks with a GPU column, packed as `bin/<name>`: (package, binary, features).
-const GPU_BENCHES: &[(&str, &str, &str)] =
-    &[("tutti-benches", "device_gemm", "tutti-benches/cuda")];
+const GPU_BENCHES: &[(&str, &str, &str)] = &[
+    ("tutti-benches", "device_gemm", "tutti-benches/cuda"),
+    ("tutti-benches", "fmm_gpu", "tutti-benches/cuda"),
+];
 
 /// The features the test binaries are built with.
 const TEST_FEATURES: &str = "tutti-backend/cuda,tutti-sweep/cuda,tutti-fmm/cuda";

@@ -22,7 +22,7 @@ use std::time::Instant;
 
 use serde_json::json;
 use tutti_backend::Resources;
-use tutti_benches::{write_results, SplitMix};
+use tutti_benches::{plummer_bodies, uniform_bodies, write_results, Bodies};
 use tutti_fmm::{direct_sum, fmm, relative_l2, FmmOptions, FmmOutput};
 
 /// Targets on which the direct sum is timed and the error measured, for N above
@@ -32,45 +32,8 @@ const SAMPLES: usize = 1000;
 /// Largest N whose direct sum is computed in full.
 const EXACT_LIMIT: usize = 10_000;
 
-type Bodies = (Vec<[f64; 3]>, Vec<f64>);
-
 /// Potentials and accelerations on the sampled targets, and the seconds they took.
 type Timed = (Vec<f64>, Vec<[f64; 3]>, f64);
-
-/// N bodies uniform in the unit cube, strengths in [0.5, 1.5).
-fn uniform(n: usize, seed: u64) -> Bodies {
-    let mut rng = SplitMix(seed);
-    let positions = (0..n)
-        .map(|_| [rng.next_unit(), rng.next_unit(), rng.next_unit()])
-        .collect();
-    let masses = (0..n).map(|_| 0.5 + rng.next_unit()).collect();
-    (positions, masses)
-}
-
-/// A Plummer sphere of N bodies (scale radius 1, truncated at 20), equal masses summing to 1.
-fn plummer(n: usize, seed: u64) -> Bodies {
-    let mut rng = SplitMix(seed);
-    let positions = (0..n)
-        .map(|_| {
-            let radius = loop {
-                let u = rng.next_unit().max(1e-10);
-                let r = 1.0 / (u.powf(-2.0 / 3.0) - 1.0).sqrt();
-                if r < 20.0 {
-                    break r;
-                }
-            };
-            let cos_t = 2.0 * rng.next_unit() - 1.0;
-            let sin_t = (1.0 - cos_t * cos_t).sqrt();
-            let phi = std::f64::consts::TAU * rng.next_unit();
-            [
-                radius * sin_t * phi.cos(),
-                radius * sin_t * phi.sin(),
-                radius * cos_t,
-            ]
-        })
-        .collect();
-    (positions, vec![1.0 / n as f64; n])
-}
 
 /// Writes a float64 C-order `.npy` array.
 fn write_npy(path: &Path, shape: &[usize], values: &[f64]) -> std::io::Result<()> {
@@ -205,7 +168,10 @@ fn main() -> Result<(), Box<dyn Error>> {
         .filter(|&n| n <= args.max_n)
         .collect();
     for &n in &sizes {
-        for (kind, bodies) in [("uniform", uniform(n, 1)), ("plummer", plummer(n, 2))] {
+        for (kind, bodies) in [
+            ("uniform", uniform_bodies(n, 1)),
+            ("plummer", plummer_bodies(n, 2)),
+        ] {
             let case = format!("{kind}_{}", short(n));
             if let Some(dir) = &args.write_points {
                 write_points(dir, &case, &bodies)?;
@@ -240,7 +206,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     let mut accuracy_rows = Vec::new();
     if args.max_n >= 100_000 {
         let n = 100_000;
-        let bodies = plummer(n, 2);
+        let bodies = plummer_bodies(n, 2);
         println!("devices: plummer_100k, simulated devices sharing the {cores} core(s)");
         let mut single: Option<(FmmOutput, f64)> = None;
         for devices in [1usize, 2, 4] {
@@ -271,7 +237,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         }
 
         println!("accuracy: N = 1e5, order 7 (default) against order 10 (about 1e-6)");
-        for (kind, bodies) in [("uniform", uniform(n, 1)), ("plummer", bodies)] {
+        for (kind, bodies) in [("uniform", uniform_bodies(n, 1)), ("plummer", bodies)] {
             let targets = targets(n);
             let (potential, accel, _) = timed_direct(&bodies, &targets)?;
             for order in [7usize, 10] {

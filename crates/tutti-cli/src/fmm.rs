@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use clap::Args;
-use tutti_fmm::{fmm_on, io, plan, sampled_error, FmmOptions, Precision};
+use clap::{Args, ValueEnum};
+use tutti_fmm::{fmm_on, io, plan, sampled_error, FmmOptions, Kernels, Precision};
 
 use crate::processes::Processes;
 use crate::resources::DeviceArgs;
@@ -36,6 +36,14 @@ pub struct FmmArgs {
     /// Items per M2L / P2P chunk, overriding the planner's choice.
     #[arg(long)]
     chunk_items: Option<usize>,
+    /// Where M2L and P2P run: as kernels on GPU ranks and host code on simulated devices
+    /// (auto), as kernels on every rank (always; on simulated devices their host twins), or
+    /// as host code everywhere (never).
+    #[arg(long, value_enum, default_value_t = KernelsArg::Auto)]
+    kernels: KernelsArg,
+    /// GPU kernels without fused multiply-adds: the host code's results bit for bit.
+    #[arg(long)]
+    no_fma: bool,
     /// Output directory: potential.npy (N,) and accel.npy (N, 3) are written there.
     #[arg(long, value_name = "DIR", required_unless_present = "plan")]
     out: Option<PathBuf>,
@@ -48,6 +56,14 @@ pub struct FmmArgs {
     check_direct: Option<usize>,
     #[command(flatten)]
     devices: DeviceArgs,
+}
+
+/// Values of `--kernels`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum KernelsArg {
+    Auto,
+    Always,
+    Never,
 }
 
 impl FmmArgs {
@@ -71,7 +87,14 @@ impl FmmArgs {
         if let Some(items) = self.chunk_items {
             options = options.with_chunk_items(items);
         }
+        let kernels = match self.kernels {
+            KernelsArg::Auto => Kernels::Auto,
+            KernelsArg::Always => Kernels::Always,
+            KernelsArg::Never => Kernels::Never,
+        };
         options
+            .with_kernels(kernels)
+            .with_fused_multiply_add(!self.no_fma)
     }
 }
 
@@ -120,6 +143,15 @@ pub fn run(args: &FmmArgs, processes: &Processes) -> Result<(), String> {
     println!(
         "tree: {} nodes, {} leaves, depth {}; {} M2L and {} P2P interactions; leaves per device {:?}",
         info.nodes, info.leaves, info.depth, info.m2l_pairs, info.p2p_pairs, info.leaves_per_rank
+    );
+    let fma = if options.fused_multiply_add {
+        "with"
+    } else {
+        "without"
+    };
+    println!(
+        "M2L and P2P: device kernels on {} of {} device(s) ({fma} FMA), host code on the rest",
+        info.kernel_ranks, info.ranks
     );
     println!(
         "time: setup {:.3} s, evaluation {:.3} s, total with I/O {:.3} s",

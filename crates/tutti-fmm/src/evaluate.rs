@@ -1,6 +1,7 @@
 //! One rank's share of an evaluation: upward pass over its own subtrees, the exchange of
 //! multipoles, then the far field (`far.rs`) and the near field (`near.rs`) of its target
-//! leaves.
+//! leaves, their M2L and P2P on the host or as device kernels (`gpu`), as
+//! [`Kernels`] says for the rank's device.
 //!
 //! Every node's expansion is computed with the same operations in the same order whatever
 //! the number of ranks, so G ranks give the bits of one.
@@ -12,10 +13,11 @@ use tutti_group::{Comm, CommError};
 
 use crate::basis::Basis;
 use crate::far::far_field;
+use crate::gpu::near_field_on_device;
 use crate::kernel::Field;
 use crate::near::near_field;
 use crate::operators::{m2m, p2m};
-use crate::options::Precision;
+use crate::options::{Kernels, Precision};
 use crate::partition::{covers, Partition};
 use crate::traversal::InteractionLists;
 use crate::tree::Octree;
@@ -33,6 +35,10 @@ pub(crate) struct Shared<'a> {
     pub m2l_chunk: usize,
     /// P2P source bodies per chunk.
     pub p2p_chunk: usize,
+    /// Whether ranks run the device kernels or the host code.
+    pub kernels: Kernels,
+    /// Whether GPU kernels may fuse multiply-adds.
+    pub fma: bool,
 }
 
 /// A rank's results: the fields of the sorted bodies `bodies`.
@@ -42,6 +48,8 @@ pub(crate) struct RankOutput {
     pub m2l_chunks: usize,
     pub p2p_chunks: usize,
     pub exchanged_multipoles: usize,
+    /// Whether M2L and P2P ran as device kernels.
+    pub kernels: bool,
 }
 
 /// Every rank's output, gathered on every rank: what a process of a group spanning
@@ -57,6 +65,7 @@ pub(crate) fn gather_outputs(
         mine.m2l_chunks as u64,
         mine.p2p_chunks as u64,
         mine.exchanged_multipoles as u64,
+        u64::from(mine.kernels),
     ];
     let flat: Vec<f64> = mine
         .fields
@@ -76,9 +85,9 @@ pub(crate) fn gather_outputs(
         .iter()
         .zip(all_fields)
         .map(|(counts, flat)| {
-            let [start, end, m2l, p2p, exchanged] = counts[..] else {
+            let [start, end, m2l, p2p, exchanged, kernels] = counts[..] else {
                 return Err(FmmError::Comm(CommError::Transport(format!(
-                    "a rank sent {} counts, not 5",
+                    "a rank sent {} counts, not 6",
                     counts.len()
                 ))));
             };
@@ -103,6 +112,7 @@ pub(crate) fn gather_outputs(
                 m2l_chunks: size(m2l)?,
                 p2p_chunks: size(p2p)?,
                 exchanged_multipoles: size(exchanged)?,
+                kernels: kernels != 0,
             })
         })
         .collect()
@@ -115,11 +125,17 @@ pub(crate) fn run_rank(comm: &Comm<'_>, shared: &Shared<'_>) -> Result<RankOutpu
     let pool = comm.device().thread_pool()?;
     let mut multipoles = pool.install(|| upward_owned(shared, me));
     let exchanged = exchange(comm, shared, &mut multipoles)?;
+    let device = comm.device();
+    let kernels = shared.kernels.modules_for(device, shared.fma);
     let (bodies, fields, m2l_chunks, p2p_chunks) = pool.install(|| {
         upward_shared(shared, &mut multipoles);
-        let (locals, m2l_chunks) = far_field(shared, me, &multipoles);
-        near_field(shared, me, &locals)
-            .map(|(bodies, fields, p2p_chunks)| (bodies, fields, m2l_chunks, p2p_chunks))
+        let m2l = kernels.map(|k| (device, k.m2l));
+        let (locals, m2l_chunks) = far_field(shared, me, &multipoles, m2l)?;
+        match kernels {
+            None => near_field(shared, me, &locals),
+            Some(k) => near_field_on_device(shared, me, &locals, device, k.p2p),
+        }
+        .map(|(bodies, fields, p2p_chunks)| (bodies, fields, m2l_chunks, p2p_chunks))
     })?;
     Ok(RankOutput {
         bodies,
@@ -127,6 +143,7 @@ pub(crate) fn run_rank(comm: &Comm<'_>, shared: &Shared<'_>) -> Result<RankOutpu
         m2l_chunks,
         p2p_chunks,
         exchanged_multipoles: exchanged,
+        kernels: kernels.is_some(),
     })
 }
 

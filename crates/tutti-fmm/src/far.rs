@@ -1,22 +1,59 @@
 //! The far field of a rank: M2L into the local expansions of every cell above its leaves,
-//! in chunks, then L2L from the top down.
+//! in chunks (on the host, or with the device kernels of `gpu::m2l`), then L2L from the top
+//! down.
 
 use std::ops::Range;
 
 use rayon::prelude::*;
+use tutti_backend::{Device, KernelModule};
 
 use crate::evaluate::Shared;
 use crate::operators::{l2l, m2l_f32, m2l_f64, Derivatives, LANES};
 use crate::options::Precision;
 use crate::partition::covers;
+use crate::FmmError;
 
-/// Local expansions of every node covering this rank's leaves: M2L in chunks of pairs,
-/// then L2L from the top down. Returns them with the number of M2L chunks.
-pub(crate) fn far_field(shared: &Shared<'_>, me: usize, multipoles: &[f64]) -> (Vec<f64>, usize) {
+/// Up to [`LANES`] M2L sources of one target: (target node, source nodes, sources used).
+pub(crate) type M2lGroup = (u32, [u32; LANES], usize);
+
+/// Local expansions of every node covering this rank's leaves: M2L in chunks of pairs (on
+/// `device` with `module`'s kernels when given, else on the host), then L2L from the top
+/// down. Returns them with the number of M2L chunks.
+///
+/// Errors: only from the device path ([`FmmError::Backend`] and the kernels' size limits).
+pub(crate) fn far_field(
+    shared: &Shared<'_>,
+    me: usize,
+    multipoles: &[f64],
+    kernels: Option<(&Device, &'static KernelModule)>,
+) -> Result<(Vec<f64>, usize), FmmError> {
     let (tree, basis, t) = (shared.tree, shared.basis, shared.basis.len());
     let mine = &shared.partition.leaf_ranges[me];
-    let mut locals = vec![0.0; tree.nodes.len() * t];
-    let chunks = m2l_pass(shared, mine, multipoles, &mut locals);
+    let groups = m2l_groups(shared, mine);
+    let groups_per_chunk = (shared.m2l_chunk / LANES).max(1);
+    let (mut locals, chunks) = match kernels {
+        None => {
+            let mut locals = vec![0.0; tree.nodes.len() * t];
+            let chunks = m2l_pass(shared, &groups, groups_per_chunk, multipoles, &mut locals);
+            (locals, chunks)
+        }
+        Some((device, module)) => {
+            // The device holds derivatives in f64 whatever the precision: as many bytes per
+            // chunk as the host's f32 buffer takes half as many groups.
+            let groups_per_chunk = match shared.precision {
+                Precision::F32 => (groups_per_chunk / 2).max(1),
+                _ => groups_per_chunk,
+            };
+            crate::gpu::m2l_on_device(
+                device,
+                shared,
+                &groups,
+                multipoles,
+                groups_per_chunk,
+                module,
+            )?
+        }
+    };
     for range in tree.levels.iter().skip(1) {
         let (above, current) = locals.split_at_mut(range.start * t);
         current[..range.len() * t]
@@ -36,22 +73,15 @@ pub(crate) fn far_field(shared: &Shared<'_>, me: usize, multipoles: &[f64]) -> (
                 },
             );
     }
-    (locals, chunks)
+    Ok((locals, chunks))
 }
 
-/// M2L into `locals` for every node covering `mine`, in chunks of pair slots: kernel
-/// derivatives of a chunk's pairs first, then the contractions. Returns the chunk count.
-fn m2l_pass(
-    shared: &Shared<'_>,
-    mine: &Range<usize>,
-    multipoles: &[f64],
-    locals: &mut [f64],
-) -> usize {
-    let (tree, basis, t) = (shared.tree, shared.basis, shared.basis.len());
-    // Groups of up to LANES sources per target, cut from the start of each target's list,
-    // so that grouping (hence rounding) depends neither on ranks nor on chunks.
-    let mut groups: Vec<(u32, [u32; LANES], usize)> = Vec::new();
-    for (index, node) in tree.nodes.iter().enumerate() {
+/// The M2L groups of every node covering `mine`: up to [`LANES`] sources each, cut from the
+/// start of each target's list, so that grouping (hence rounding) depends neither on ranks
+/// nor on chunks. A target's groups are consecutive.
+pub(crate) fn m2l_groups(shared: &Shared<'_>, mine: &Range<usize>) -> Vec<M2lGroup> {
+    let mut groups = Vec::new();
+    for (index, node) in shared.tree.nodes.iter().enumerate() {
         if covers(node, mine) {
             for sources in shared.lists.m2l_of(index).chunks(LANES) {
                 let mut lanes = [0u32; LANES];
@@ -60,7 +90,33 @@ fn m2l_pass(
             }
         }
     }
-    let groups_per_chunk = (shared.m2l_chunk / LANES).max(1);
+    groups
+}
+
+/// The runs of consecutive groups of `batch` with the same target; each run updates one
+/// local expansion, adding its groups in list order.
+pub(crate) fn runs_of(batch: &[M2lGroup]) -> Vec<Range<usize>> {
+    let mut runs = Vec::new();
+    let mut start = 0;
+    for i in 1..=batch.len() {
+        if i == batch.len() || batch[i].0 != batch[start].0 {
+            runs.push(start..i);
+            start = i;
+        }
+    }
+    runs
+}
+
+/// M2L of `groups` into `locals` on the host, `groups_per_chunk` groups at a time: kernel
+/// derivatives of a chunk's pairs first, then the contractions. Returns the chunk count.
+fn m2l_pass(
+    shared: &Shared<'_>,
+    groups: &[M2lGroup],
+    groups_per_chunk: usize,
+    multipoles: &[f64],
+    locals: &mut [f64],
+) -> usize {
+    let (tree, basis, t) = (shared.tree, shared.basis, shared.basis.len());
     let stride = t * LANES;
     let multipoles32: Vec<f32> = match shared.precision {
         Precision::F32 => multipoles.iter().map(|&m| m as f32).collect(),
@@ -72,7 +128,7 @@ fn m2l_pass(
     for batch in groups.chunks(groups_per_chunk) {
         chunks += 1;
         // Kernel derivatives of every pair of the batch, interleaved by lane.
-        let fill = |exact: &mut Vec<f64>, group: &(u32, [u32; LANES], usize), lane: usize| {
+        let fill = |exact: &mut Vec<f64>, group: &M2lGroup, lane: usize| {
             let (target, sources, used) = group;
             if lane < *used {
                 let za = tree.nodes[*target as usize].center;
@@ -113,16 +169,7 @@ fn m2l_pass(
                     },
                 ),
         }
-        // Runs of groups with the same target; each run updates one local expansion, adding
-        // its groups in list order.
-        let mut runs = Vec::new();
-        let mut start = 0;
-        for i in 1..=batch.len() {
-            if i == batch.len() || batch[i].0 != batch[start].0 {
-                runs.push(start..i);
-                start = i;
-            }
-        }
+        let runs = runs_of(batch);
         let updated: Vec<Vec<f64>> = runs
             .par_iter()
             .map(|run| {

@@ -106,7 +106,7 @@ fn leaf_fields(
 
 /// The first pair of distinct bodies of `leaf` at the same position, by input index.
 /// Coincident bodies always fall in the same octant, hence in one leaf.
-fn coincident_pair(tree: &Octree, leaf: usize) -> Option<FmmError> {
+pub(crate) fn coincident_pair(tree: &Octree, leaf: usize) -> Option<FmmError> {
     let node = &tree.nodes[leaf];
     let mut found: Option<(usize, usize, [f64; 3])> = None;
     for i in node.begin..node.end {

@@ -1,7 +1,8 @@
 //! Options of an evaluation, with documented defaults, and their validation.
 
-use tutti_backend::Resources;
+use tutti_backend::{Device, DeviceKind, KernelModule, Resources};
 
+use crate::gpu::{M2L_MODULE, M2L_MODULE_FMAD, P2P_MODULE, P2P_MODULE_FMAD};
 use crate::FmmError;
 
 /// The largest expansion order accepted.
@@ -22,6 +23,53 @@ pub enum Precision {
     /// expansions accumulate in f64. Halves the M2L working set; accuracy-neutral while the
     /// FMM error is well above f32 rounding (about 1e-7 relative).
     F32,
+}
+
+/// Where each rank runs the two dominant phases, M2L and P2P: as device kernels (the
+/// modules of [`crate::gpu`]) or as host code in the rank's thread pool. Tree, P2M, M2M,
+/// L2L and L2P run on the host either way.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Kernels {
+    /// The kernels on GPU ranks, the host code on simulated devices (default).
+    #[default]
+    Auto,
+    /// The kernels on every rank. On a simulated device they run as their host twins, which
+    /// compute the host code's bits through the device path (uploads, launches, downloads):
+    /// how the GPU path is tested without a GPU. Slower than [`Kernels::Never`] there.
+    Always,
+    /// The host code on every rank, GPU ranks included.
+    Never,
+}
+
+/// The P2P and M2L modules a rank launches.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct KernelModules {
+    pub p2p: &'static KernelModule,
+    pub m2l: &'static KernelModule,
+}
+
+impl Kernels {
+    /// The modules a rank on `device` launches, or `None` when it runs the host code; `fma`
+    /// picks the modules compiled with FMA contraction.
+    pub(crate) fn modules_for(self, device: &Device, fma: bool) -> Option<KernelModules> {
+        let launch = match self {
+            Kernels::Auto => device.kind() == DeviceKind::Cuda,
+            Kernels::Always => true,
+            Kernels::Never => false,
+        };
+        launch.then_some(if fma {
+            KernelModules {
+                p2p: &P2P_MODULE_FMAD,
+                m2l: &M2L_MODULE_FMAD,
+            }
+        } else {
+            KernelModules {
+                p2p: &P2P_MODULE,
+                m2l: &M2L_MODULE,
+            }
+        })
+    }
 }
 
 /// Options of an FMM evaluation. `FmmOptions::default()` reaches a relative L2 error below
@@ -54,6 +102,14 @@ pub struct FmmOptions {
     /// Items per chunk (M2L pairs, or P2P source bodies), overriding the size derived from
     /// the working memory. `None` by default. Must be >= 1.
     pub chunk_items: Option<usize>,
+    /// Whether M2L and P2P run as device kernels or host code. Default [`Kernels::Auto`]:
+    /// kernels on GPUs, host code on simulated devices.
+    pub kernels: Kernels,
+    /// Whether GPU kernels may fuse multiply-adds (FMA). Default `true`: a GPU's results then
+    /// agree with the host's to about 1e-15 relative. `false` makes the GPU perform the host
+    /// code's operations in its order, so its results are the host's bit for bit, at some
+    /// cost in speed. Simulated devices compute the host's bits either way.
+    pub fused_multiply_add: bool,
     /// Where the evaluation runs: the devices (one rank each), their memory caps and the
     /// scratch space. Default [`Resources::default`]: every GPU, else one simulated device
     /// using all cores.
@@ -71,6 +127,8 @@ impl Default for FmmOptions {
             far_field: Precision::F64,
             working_memory: None,
             chunk_items: None,
+            kernels: Kernels::Auto,
+            fused_multiply_add: true,
             resources: Resources::default(),
         }
     }
@@ -122,6 +180,18 @@ impl FmmOptions {
     /// Overrides the chunk size (items per chunk).
     pub fn with_chunk_items(mut self, items: usize) -> Self {
         self.chunk_items = Some(items);
+        self
+    }
+
+    /// Sets where M2L and P2P run.
+    pub fn with_kernels(mut self, kernels: Kernels) -> Self {
+        self.kernels = kernels;
+        self
+    }
+
+    /// Lets GPU kernels fuse multiply-adds (`true`), or keeps the host's bits (`false`).
+    pub fn with_fused_multiply_add(mut self, fma: bool) -> Self {
+        self.fused_multiply_add = fma;
         self
     }
 

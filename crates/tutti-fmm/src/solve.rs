@@ -63,6 +63,9 @@ pub struct FmmInfo {
     pub m2l_chunks: usize,
     /// Most P2P chunks on any rank.
     pub p2p_chunks: usize,
+    /// Ranks that ran M2L and P2P as device kernels ([`crate::Kernels`]); the others ran
+    /// the host code.
+    pub kernel_ranks: usize,
     /// Building the tree and the interaction lists.
     pub setup_seconds: f64,
     /// The ranks' work, from start to the last rank's end.
@@ -186,6 +189,8 @@ pub fn fmm_on(
         precision: options.far_field,
         m2l_chunk,
         p2p_chunk,
+        kernels: options.kernels,
+        fma: options.fused_multiply_add,
     };
     let start = Instant::now();
     let outputs: Vec<RankOutput> = if group.is_spanning() {
@@ -223,6 +228,7 @@ pub fn fmm_on(
         p2p_chunk,
         m2l_chunks: outputs.iter().map(|o| o.m2l_chunks).max().unwrap_or(0),
         p2p_chunks: outputs.iter().map(|o| o.p2p_chunks).max().unwrap_or(0),
+        kernel_ranks: outputs.iter().filter(|o| o.kernels).count(),
         setup_seconds,
         evaluate_seconds,
     };

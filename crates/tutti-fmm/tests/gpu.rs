@@ -1,4 +1,5 @@
-//! The P2P kernel on a GPU against its host twin (cargo feature `cuda`).
+//! The P2P kernel on a GPU against its host twin, and whole evaluations with M2L and P2P on
+//! the GPU against the host code (cargo feature `cuda`).
 //!
 //! Without a GPU the tests print `skipping: ...` and pass, unless `TUTTI_REQUIRE_GPU=1`.
 #![cfg(feature = "cuda")]
@@ -7,7 +8,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use tutti_backend::{gpu_count, Device, DeviceRequest, KernelModule, Resources};
 use tutti_fmm::gpu::{p2p_near_field, P2P_MODULE, P2P_MODULE_FMAD};
-use tutti_fmm::FmmOptions;
+use tutti_fmm::{fmm, FmmOptions, Kernels, Precision};
 
 /// The GPUs of `ordinals`, or `None` after printing why (failing under
 /// `TUTTI_REQUIRE_GPU=1`).
@@ -117,4 +118,87 @@ fn the_p2p_kernel_equals_its_host_twin_on_a_gpu() {
 #[test]
 fn the_p2p_kernel_equals_its_host_twin_on_two_ranks_of_one_gpu() {
     check(vec![0, 0]);
+}
+
+/// A whole evaluation on the GPU ranks of `ordinals` (M2L and P2P as kernels) against the
+/// host code on as many simulated devices: the same bits without FMA contraction, in both
+/// far-field precisions; within 1e-12 relative with it (positive strengths, so no sum
+/// cancels).
+fn check_evaluation(ordinals: Vec<usize>) {
+    let Some(gpus) = gpus(ordinals.clone()) else {
+        return;
+    };
+    let on_gpus = Resources::gpu(1).with_devices(DeviceRequest::Ordinals(ordinals));
+    let on_host = Resources::cpu(gpus.len());
+    for precision in [Precision::F64, Precision::F32] {
+        let (positions, masses) = bodies(true);
+        let options = FmmOptions::default()
+            .with_far_field(precision)
+            .with_fused_multiply_add(false);
+        let host = fmm(
+            &positions,
+            &masses,
+            &options
+                .clone()
+                .with_resources(on_host.clone())
+                .with_kernels(Kernels::Never),
+        )
+        .expect("host evaluation");
+        let gpu = fmm(
+            &positions,
+            &masses,
+            &options.with_resources(on_gpus.clone()),
+        )
+        .expect("GPU evaluation");
+        let (expected, got) = (
+            bits(&host.potential, &host.accel),
+            bits(&gpu.potential, &gpu.accel),
+        );
+        let differing = expected.iter().zip(&got).filter(|(a, b)| a != b).count();
+        assert_eq!(
+            differing, 0,
+            "{precision:?}, fmad=false: {differing} values differ"
+        );
+    }
+    let (positions, masses) = bodies(false);
+    let options = FmmOptions::default();
+    let host = fmm(
+        &positions,
+        &masses,
+        &options
+            .clone()
+            .with_resources(on_host)
+            .with_kernels(Kernels::Never),
+    )
+    .expect("host evaluation");
+    let gpu = fmm(&positions, &masses, &options.with_resources(on_gpus)).expect("GPU evaluation");
+    let mut worst: f64 = 0.0;
+    for i in 0..host.potential.len() {
+        worst = worst.max((gpu.potential[i] - host.potential[i]).abs() / host.potential[i].abs());
+        let norm = host.accel[i].iter().map(|a| a * a).sum::<f64>().sqrt();
+        for d in 0..3 {
+            worst = worst.max((gpu.accel[i][d] - host.accel[i][d]).abs() / norm);
+        }
+    }
+    println!(
+        "fmm on {} GPU rank(s): bitwise with fmad=false (f64 and f32 far field); \
+         fmad=true within {worst:e}; evaluation {:.3} s on the GPU, {:.3} s on the host",
+        gpus.len(),
+        gpu.info.evaluate_seconds,
+        host.info.evaluate_seconds
+    );
+    assert!(
+        worst < 1e-12,
+        "fmad=true: worst relative difference {worst:e}"
+    );
+}
+
+#[test]
+fn the_fmm_on_a_gpu_equals_the_host_evaluation() {
+    check_evaluation(vec![0]);
+}
+
+#[test]
+fn the_fmm_on_two_ranks_of_one_gpu_equals_the_host_evaluation() {
+    check_evaluation(vec![0, 0]);
 }

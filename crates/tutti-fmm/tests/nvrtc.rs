@@ -1,7 +1,8 @@
-//! NVRTC checks of the FMM's P2P kernel (cargo feature `cuda`), on machines without a GPU.
+//! NVRTC checks of the FMM's P2P and M2L kernels (cargo feature `cuda`), on machines without
+//! a GPU.
 //!
-//! Both modules (the same source without and with FMA contraction) are compiled for sm_90
-//! and sm_80 with their own `fmad`; each entry's
+//! Every module (each source without and with FMA contraction) is compiled for sm_90 and
+//! sm_80 with its own `fmad`; each entry's
 //! `.param` list in the PTX is checked against its `Param`s, and ptxas must report no spills
 //! and no stack. Without libnvrtc the tests print `skipping: ...` and pass, unless
 //! `TUTTI_REQUIRE_NVRTC=1` (`cargo xtask nvrtc-check` sets it). Lines starting `nvrtc: ` are
@@ -10,7 +11,7 @@
 
 use tutti_backend::kernel::ptx_entries;
 use tutti_backend::nvrtc::{self, KernelResources};
-use tutti_fmm::gpu::{self, P2P_ENTRY, P2P_MODULE};
+use tutti_fmm::gpu::{self, M2L_MODULE, P2P_MODULE};
 
 const ARCHS: [&str; 2] = ["sm_90", "sm_80"];
 
@@ -30,12 +31,12 @@ fn nvrtc_available() -> bool {
 }
 
 #[test]
-fn the_p2p_kernel_compiles_with_matching_signatures_and_no_spills() {
+fn every_fmm_kernel_compiles_with_matching_signatures_and_no_spills() {
     if !nvrtc_available() {
         return;
     }
     let fmads: Vec<bool> = gpu::modules().iter().map(|module| module.fmad).collect();
-    assert_eq!(fmads, [false, true]);
+    assert_eq!(fmads, [false, true, false, true]);
     for module in gpu::modules() {
         for arch in ARCHS {
             {
@@ -44,12 +45,19 @@ fn the_p2p_kernel_compiles_with_matching_signatures_and_no_spills() {
                     .unwrap_or_else(|err| panic!("{} {arch} fmad={fmad}: {err}", module.name));
                 assert!(compiled.ptx.contains(&format!(".target {arch}")), "{arch}");
                 let entries = ptx_entries(&compiled.ptx);
-                assert_eq!(entries.len(), 1, "{} {arch}", module.name);
-                assert_eq!(entries[0].name, P2P_ENTRY);
-                assert_eq!(entries[0].params.len(), module.entries[0].params.len());
+                assert_eq!(
+                    entries.len(),
+                    module.entries.len(),
+                    "{} {arch}",
+                    module.name
+                );
+                for entry in &entries {
+                    let declared = module.entry(&entry.name).expect("a declared entry");
+                    assert_eq!(entry.params.len(), declared.params.len(), "{}", entry.name);
+                }
 
                 let resources = compiled.resources();
-                assert_eq!(resources.len(), 1, "{}", compiled.log);
+                assert_eq!(resources.len(), module.entries.len(), "{}", compiled.log);
                 for KernelResources {
                     entry,
                     registers,
@@ -64,7 +72,7 @@ fn the_p2p_kernel_compiles_with_matching_signatures_and_no_spills() {
                          {spill_load_bytes} bytes spill loads",
                         module.name
                     );
-                    assert_eq!(entry, P2P_ENTRY);
+                    assert!(module.entry(entry).is_ok(), "{entry}");
                     assert!((1..=255).contains(registers), "{registers} registers");
                     assert_eq!(
                         (*stack_bytes, *spill_store_bytes, *spill_load_bytes),
@@ -78,14 +86,22 @@ fn the_p2p_kernel_compiles_with_matching_signatures_and_no_spills() {
 }
 
 #[test]
-fn without_fmad_the_p2p_kernel_has_no_fma_and_no_rsqrt() {
+fn without_fmad_the_kernels_have_no_fma_and_no_rsqrt() {
     if !nvrtc_available() {
         return;
     }
-    let exact = nvrtc::compile(&P2P_MODULE, "sm_90", false).expect("fmad=false");
+    for module in [&P2P_MODULE, &M2L_MODULE] {
+        check_exact(module);
+    }
+}
+
+/// `module` compiled without contraction has IEEE operations only; with it, FMAs.
+fn check_exact(module: &'static tutti_backend::KernelModule) {
+    let exact = nvrtc::compile(module, "sm_90", false).expect("fmad=false");
     assert!(
-        !exact.ptx.contains("fma.rn.f64"),
-        "fmad=false must not fuse"
+        !exact.ptx.contains("fma.rn.f64") && !exact.ptx.contains("fma.rn.f32"),
+        "{}: fmad=false must not fuse",
+        module.name
     );
     assert!(!exact.ptx.contains("rsqrt"), "1.0 / sqrt, not rsqrt");
     assert!(exact.ptx.contains("sqrt.rn.f64"), "IEEE sqrt");
@@ -97,6 +113,6 @@ fn without_fmad_the_p2p_kernel_has_no_fma_and_no_rsqrt() {
     );
     assert!(!exact.ptx.contains(".approx."), "no approximations");
     assert!(!exact.ptx.contains("div.full"), "no approximate division");
-    let fused = nvrtc::compile(&P2P_MODULE, "sm_90", true).expect("fmad=true");
+    let fused = nvrtc::compile(module, "sm_90", true).expect("fmad=true");
     assert!(fused.ptx.contains("fma.rn.f64"), "fmad=true fuses");
 }

@@ -1,17 +1,33 @@
-//! The near field (P2P) as a GPU kernel, with a host twin that is the host near field.
+//! The FMM's two dominant phases as GPU kernels, each with a host twin that performs the
+//! host code's operations in its order.
 //!
-//! [`P2P_MODULE`] (`gpu/p2p.cu`) has one entry, [`P2P_ENTRY`]: one block per target leaf,
-//! a thread per target body (striding over the leaf's bodies when it has more than the
-//! block), adding to each body's field the sum over the leaf's P2P interaction list, with
-//! the body itself skipped in its own leaf. Its inputs are those of the host near field: the
-//! tree's Morton-ordered bodies as x, y, z, m columns, each node's body range, and the
-//! interaction lists in CSR form. Compiled without FMA contraction (`fmad: false`) it
-//! computes the host near field bit for bit: the CUDA body and the host twin perform the
-//! same floating-point operations in the same order (the twin runs the host near field's own
-//! per-target code). [`P2P_MODULE_FMAD`] is the same source with contraction, for speed
-//! where bitwise agreement with the host does not matter.
+//! - P2P, the near field: [`P2P_MODULE`] (`gpu/p2p.cu`) has one entry, [`P2P_ENTRY`]: one
+//!   block per target leaf, a thread per target body (striding over the leaf's bodies when it
+//!   has more than the block), adding to each body's field the sum over the leaf's P2P
+//!   interaction list, with the body itself skipped in its own leaf. Its inputs are the
+//!   tree's Morton-ordered bodies as x, y, z, m columns, each node's body range, and the
+//!   interaction lists in CSR form. The host twin runs the host near field's own per-target
+//!   code.
+//! - M2L, the far field: [`M2L_MODULE`] (`gpu/m2l.cu`, see [`m2l_on_device`]'s module): the
+//!   kernel derivatives of each chunk of pairs, then their contraction with the multipoles
+//!   into the local expansions.
 //!
-//! The evaluation ([`crate::fmm`]) does not launch it yet; [`p2p_near_field`] runs it alone.
+//! Compiled without FMA contraction (`fmad: false`, [`P2P_MODULE`], [`M2L_MODULE`]) the
+//! kernels compute the host's bits; the `_FMAD` modules are the same sources with
+//! contraction, for speed where bitwise agreement does not matter (on a simulated device
+//! their twins are the same).
+//!
+//! [`crate::fmm`] launches them on the ranks that [`crate::Kernels`] names (by default the
+//! GPU ranks), with tree, P2M, M2M, L2L and L2P on the host; [`p2p_near_field`] runs the P2P
+//! alone.
+
+mod m2l;
+
+pub(crate) use m2l::m2l_on_device;
+pub use m2l::{
+    M2L_CONTRACT_F32_ENTRY, M2L_CONTRACT_F64_ENTRY, M2L_DERIVATIVES_ENTRY, M2L_MODULE,
+    M2L_MODULE_FMAD,
+};
 
 use std::ops::Range;
 
@@ -21,7 +37,10 @@ use tutti_backend::{
     Arg, BackendError, Device, ElemKind, KernelEntry, KernelModule, LaunchDims, Param,
 };
 
+use crate::evaluate::Shared;
 use crate::kernel::{add_near_sources, Field, SourceColumns};
+use crate::near::coincident_pair;
+use crate::operators::l2p;
 use crate::options::validate_bodies;
 use crate::solve::Setup;
 use crate::traversal::InteractionLists;
@@ -84,7 +103,8 @@ pub static P2P_MODULE_FMAD: KernelModule = KernelModule {
 
 /// Every kernel module of the crate, for checks that compile them all.
 pub fn modules() -> &'static [&'static KernelModule] {
-    static MODULES: [&KernelModule; 2] = [&P2P_MODULE, &P2P_MODULE_FMAD];
+    static MODULES: [&KernelModule; 4] =
+        [&P2P_MODULE, &P2P_MODULE_FMAD, &M2L_MODULE, &M2L_MODULE_FMAD];
     &MODULES
 }
 
@@ -141,6 +161,68 @@ pub fn p2p_near_field(
         }
     }
     Ok((potential, accel))
+}
+
+/// The near field of rank `me` with the P2P on `device` (`module`'s [`P2P_ENTRY`]): the L2P
+/// of every body of its leaves on the host (in the current thread pool), then the P2P of
+/// all its leaves in one launch starting from those values. Returns, as the host near field
+/// does, the rank's sorted bodies, their fields, and the number of P2P chunks (one launch).
+///
+/// Errors: [`FmmError::CoincidentBodies`] as the host near field reports them (without
+/// softening, the first leaf in order with a non-finite potential that holds two bodies at
+/// one position); [`FmmError::Backend`] for a failed upload, launch or download.
+pub(crate) fn near_field_on_device(
+    shared: &Shared<'_>,
+    me: usize,
+    locals: &[f64],
+    device: &Device,
+    module: &'static KernelModule,
+) -> Result<(Range<usize>, Vec<Field>, usize), FmmError> {
+    let (tree, basis, t) = (shared.tree, shared.basis, shared.basis.len());
+    let leaves = shared.partition.leaf_ranges[me].clone();
+    let bodies = leaf_bodies(tree, leaves.clone());
+    if bodies.is_empty() {
+        return Ok((bodies, Vec::new(), 0));
+    }
+    let targets = &tree.leaves[leaves.clone()];
+    let by_leaf: Vec<Vec<Field>> = targets
+        .par_iter()
+        .map_init(
+            || vec![0.0; t],
+            |powers, &leaf| {
+                let node = &tree.nodes[leaf as usize];
+                let local = &locals[leaf as usize * t..(leaf as usize + 1) * t];
+                tree.positions[node.begin..node.end]
+                    .iter()
+                    .map(|&x| l2p(basis, local, node.center, x, powers))
+                    .collect()
+            },
+        )
+        .collect();
+    let initial = by_leaf.concat();
+    let columns = BodyColumns::new(tree);
+    let fields = p2p_on_device(
+        device,
+        tree,
+        shared.lists,
+        &columns,
+        leaves,
+        initial,
+        shared.softening2,
+        module,
+    )?;
+    if shared.softening2 == 0.0 {
+        for &leaf in targets {
+            let node = &tree.nodes[leaf as usize];
+            let own = &fields[node.begin - bodies.start..node.end - bodies.start];
+            if own.iter().any(|f| !f.psi.is_finite()) {
+                if let Some(error) = coincident_pair(tree, leaf as usize) {
+                    return Err(error);
+                }
+            }
+        }
+    }
+    Ok((bodies, fields, 1))
 }
 
 /// The tree's Morton-ordered bodies as columns (the kernel's source layout).

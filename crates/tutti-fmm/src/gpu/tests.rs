@@ -9,6 +9,7 @@ use super::*;
 use crate::evaluate::Shared;
 use crate::near::near_field;
 use crate::operators::l2p;
+use crate::{Kernels, Precision};
 
 /// `n` bodies from `seed`: uniform in the unit cube, or in a few tight clusters; strengths
 /// of either sign spanning 12 orders of magnitude.
@@ -74,6 +75,8 @@ fn check_twin_matches_near_field(
         precision: options.far_field,
         m2l_chunk: 1 << 20,
         p2p_chunk,
+        kernels: crate::Kernels::Never,
+        fma: false,
     };
     let (tree, basis, t) = (&setup.tree, &setup.basis, setup.basis.len());
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -264,4 +267,150 @@ fn the_twin_rejects_leaves_that_share_bodies() {
     run(&[leaf]).expect("one leaf");
     let err = run(&[leaf, leaf]).expect_err("the same leaf twice");
     assert!(err.to_string().contains("share bodies"), "{err}");
+}
+
+/// The bits of an evaluation's potentials and accelerations, or its error's text.
+fn evaluation_bits(
+    positions: &[[f64; 3]],
+    masses: &[f64],
+    options: &FmmOptions,
+) -> Result<Vec<u64>, String> {
+    let out = crate::fmm(positions, masses, options).map_err(|e| e.to_string())?;
+    Ok(out
+        .potential
+        .iter()
+        .chain(out.accel.iter().flatten())
+        .map(|x| x.to_bits())
+        .collect())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(16))]
+
+    /// The whole evaluation through the device path (M2L and P2P launched, on simulated
+    /// devices their twins) gives the host path's bits, for either precision, any chunking
+    /// and 1..4 ranks.
+    #[test]
+    fn the_device_path_equals_the_host_path_bitwise(
+        n in 1_usize..500,
+        seed in any::<u64>(),
+        clustered in any::<bool>(),
+        leaf_size in 1_usize..40,
+        order in 1_usize..=6,
+        ranks in 1_usize..=4,
+        softened in any::<bool>(),
+        f32_far_field in any::<bool>(),
+        fma in any::<bool>(),
+        chunk_items in prop::sample::select(vec![None, Some(1_usize), Some(7), Some(64)]),
+    ) {
+        let (positions, masses) = bodies(n, seed, clustered);
+        let mut options = FmmOptions::default()
+            .with_leaf_size(leaf_size)
+            .with_order(order)
+            .with_softening(if softened { 1e-3 } else { 0.0 })
+            .with_far_field(if f32_far_field { Precision::F32 } else { Precision::F64 })
+            .with_fused_multiply_add(fma)
+            .with_resources(Resources::cpu(ranks));
+        if let Some(items) = chunk_items {
+            options = options.with_chunk_items(items);
+        }
+        let host = evaluation_bits(&positions, &masses, &options.clone().with_kernels(Kernels::Never));
+        let device = evaluation_bits(&positions, &masses, &options.with_kernels(Kernels::Always));
+        prop_assert!(host == device, "host {:?} vs device {:?}", host.err(), device.err());
+    }
+}
+
+#[test]
+fn coincident_bodies_are_reported_alike_on_both_paths() {
+    let (mut positions, masses) = bodies(400, 21, false);
+    positions[250] = positions[17];
+    for ranks in [1, 3] {
+        let options = FmmOptions::default()
+            .with_leaf_size(8)
+            .with_resources(Resources::cpu(ranks));
+        let host = crate::fmm(
+            &positions,
+            &masses,
+            &options.clone().with_kernels(Kernels::Never),
+        )
+        .expect_err("coincident bodies on the host path");
+        let device = crate::fmm(&positions, &masses, &options.with_kernels(Kernels::Always))
+            .expect_err("coincident bodies on the device path");
+        assert!(
+            matches!(
+                host,
+                FmmError::CoincidentBodies {
+                    first: 17,
+                    second: 250,
+                    ..
+                }
+            ),
+            "{host}"
+        );
+        assert_eq!(host.to_string(), device.to_string());
+    }
+}
+
+#[test]
+fn auto_runs_the_host_code_on_simulated_devices_and_always_the_kernels() {
+    let (positions, masses) = bodies(600, 8, true);
+    let options = FmmOptions::default()
+        .with_leaf_size(16)
+        .with_chunk_items(50)
+        .with_resources(Resources::cpu(2));
+    let run = |kernels| {
+        crate::fmm(&positions, &masses, &options.clone().with_kernels(kernels))
+            .expect("evaluation")
+            .info
+    };
+    let (auto, never, always) = (
+        run(Kernels::Auto),
+        run(Kernels::Never),
+        run(Kernels::Always),
+    );
+    // The host near field stages at most 50 source bodies per chunk; the device path
+    // launches each rank's P2P once.
+    assert!(auto.p2p_chunks > 1, "{auto:?}");
+    assert_eq!(auto.p2p_chunks, never.p2p_chunks);
+    assert_eq!(always.p2p_chunks, 1);
+    assert_eq!(always.m2l_chunks, never.m2l_chunks);
+}
+
+/// Launches the f64 contraction over `run_start` on one group table whose groups all have
+/// target 1 and one source, node 0.
+fn contract_with_runs(run_start: &[u32]) -> Result<(), BackendError> {
+    let device = &devices(1)[0];
+    let terms = crate::basis::terms(2);
+    let basis = crate::basis::Basis::new(2);
+    let groups = run_start.last().copied().unwrap_or(0) as usize;
+    let table: Vec<u32> = (0..groups).flat_map(|_| [1, 0, 0, 0, 0, 1]).collect();
+    let m2l_start: Vec<u32> = basis.m2l_start.iter().map(|&s| s as u32).collect();
+    let m2l: Vec<u32> = basis.m2l.iter().map(|&i| u32::from(i)).collect();
+    let multipoles = device.upload(&vec![1.0; 2 * terms])?;
+    let derivatives = device.upload(&vec![0.5; groups * terms * 4])?;
+    let mut locals = device.alloc_zeros::<f64>(2 * terms)?;
+    let runs = run_start.len() as u32 - 1;
+    device.launch(
+        &M2L_MODULE,
+        M2L_CONTRACT_F64_ENTRY,
+        LaunchDims::linear(u64::from(runs), 1)?,
+        &mut [
+            Arg::u32(runs),
+            Arg::u32(terms as u32),
+            Arg::input(&device.upload(run_start)?),
+            Arg::input(&device.upload(&table)?),
+            Arg::input(&device.upload(&m2l_start)?),
+            Arg::input(&device.upload(&m2l)?),
+            Arg::input(&multipoles),
+            Arg::input(&derivatives),
+            Arg::output(&mut locals),
+        ],
+    )
+}
+
+#[test]
+fn the_contraction_twin_rejects_runs_that_share_a_target() {
+    contract_with_runs(&[0, 2]).expect("one run of two groups");
+    let err = contract_with_runs(&[0, 1, 2]).expect_err("two runs, one target");
+    assert!(err.to_string().contains("share target 1"), "{err}");
 }
