@@ -1,10 +1,10 @@
-//! `cargo xtask nvrtc-check`: compiles every kernel module of the workspace (tutti-backend's
-//! and tutti-fmm's) with NVRTC, on a machine without a GPU or a CUDA install.
+//! `cargo xtask nvrtc-check`: compiles every kernel module of the workspace (tutti-backend's,
+//! tutti-fmm's and tutti-sweep's) with NVRTC, on a machine without a GPU or a CUDA install.
 //!
 //! It fetches the `nvidia-cuda-nvrtc` wheel for CUDA 13 from PyPI with pip (once: the wheel
-//! and its unpacked libraries stay in `target/nvrtc/`), then runs
-//! `cargo test -p <package> --features cuda --test nvrtc` for each package of [`PACKAGES`]
-//! with `LD_LIBRARY_PATH` and
+//! and its unpacked libraries stay in `target/nvrtc/`), then runs the `nvrtc` test target of
+//! every package of [`PACKAGES`] with its `cuda` feature, in one cargo invocation (one build
+//! shares the dependencies), with `LD_LIBRARY_PATH` and
 //! `TUTTI_CUDA_LIB_DIR` naming the wheel's `nvidia/cu13/lib` and `TUTTI_REQUIRE_NVRTC=1`, so
 //! a library that does not load fails instead of skipping. The tests check each entry's PTX
 //! signature against its `Param`s and that ptxas spills nothing; this task prints each
@@ -21,7 +21,7 @@ use crate::tools::{cargo, describe, run, Failure, Workspace};
 const WHEEL: &str = "nvidia-cuda-nvrtc==13.0.88";
 
 /// The packages whose `nvrtc` test target compiles their kernel modules.
-const PACKAGES: &[&str] = &["tutti-backend", "tutti-fmm"];
+const PACKAGES: &[&str] = &["tutti-backend", "tutti-fmm", "tutti-sweep"];
 
 /// The library the tests need, as the wheel names it.
 const LIBRARY: &str = "libnvrtc.so.13";
@@ -54,26 +54,18 @@ pub fn run_check(workspace: &Workspace) -> Result<(), Failure> {
     };
     let fetched = started.elapsed();
 
-    let mut report = Vec::new();
-    for package in PACKAGES {
-        let mut command = cargo();
-        command
-            .current_dir(&workspace.root)
-            .args([
-                "test",
-                "-p",
-                package,
-                "--features",
-                "cuda",
-                "--test",
-                "nvrtc",
-            ])
-            .args(["--", "--nocapture", "--test-threads=1"])
-            .env("LD_LIBRARY_PATH", library_path(&lib_dir))
-            .env("TUTTI_CUDA_LIB_DIR", &lib_dir)
-            .env("TUTTI_REQUIRE_NVRTC", "1");
-        report.extend(run_collecting(&mut command, "nvrtc: ")?);
-    }
+    let features: Vec<String> = PACKAGES.iter().map(|p| format!("{p}/cuda")).collect();
+    let mut command = cargo();
+    command
+        .current_dir(&workspace.root)
+        .arg("test")
+        .args(PACKAGES.iter().flat_map(|package| ["-p", package]))
+        .args(["--features", &features.join(","), "--test", "nvrtc"])
+        .args(["--", "--nocapture", "--test-threads=1"])
+        .env("LD_LIBRARY_PATH", library_path(&lib_dir))
+        .env("TUTTI_CUDA_LIB_DIR", &lib_dir)
+        .env("TUTTI_REQUIRE_NVRTC", "1");
+    let report = run_collecting(&mut command, "nvrtc: ")?;
     println!(
         "==> nvrtc-check: passed in {:.1} s ({:.1} s fetching the library)",
         started.elapsed().as_secs_f64(),

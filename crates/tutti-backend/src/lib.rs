@@ -48,7 +48,7 @@ pub use error::BackendError;
 pub use kernel::{Arg, ElemKind, KernelElement, KernelEntry, KernelModule, LaunchDims, Param};
 pub use panic::panic_message;
 pub use resources::{
-    gpu_count, DeviceRequest, GpuUse, KindRequest, Resources, MAX_SIMULATED_DEVICES,
+    gpu_count, DeviceRequest, GpuUse, Kernels, KindRequest, Resources, MAX_SIMULATED_DEVICES,
 };
 pub use stream::{Event, Stream};
 

@@ -61,6 +61,34 @@ pub enum GpuUse {
     HostOnly,
 }
 
+/// Whether a rank runs a workload's device code (its GPU kernels and device GEMMs) or its
+/// host code, for the workloads that have both.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Kernels {
+    /// The device code on GPU ranks, the host code on simulated devices (default).
+    #[default]
+    Auto,
+    /// The device code on every rank. On a simulated device it runs as the kernels' host
+    /// twins and the host implementations of the compute calls, which compute the host
+    /// code's bits through the device path (uploads, launches, downloads): how the GPU path
+    /// is tested without a GPU. Slower than [`Kernels::Never`] there.
+    Always,
+    /// The host code on every rank, GPU ranks included.
+    Never,
+}
+
+impl Kernels {
+    /// Whether a rank on `device` runs the device code.
+    pub fn on(self, device: &crate::Device) -> bool {
+        match self {
+            Kernels::Auto => device.kind() == crate::DeviceKind::Cuda,
+            Kernels::Always => true,
+            Kernels::Never => false,
+        }
+    }
+}
+
 /// The resources one computation may use.
 ///
 /// The defaults are: every GPU if there is one and the computation has GPU kernels, else one

@@ -3,11 +3,11 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use clap::{Args, ValueEnum};
-use tutti_fmm::{fmm_on, io, plan, sampled_error, FmmOptions, Kernels, Precision};
+use clap::Args;
+use tutti_fmm::{fmm_on, io, plan, sampled_error, FmmOptions, Precision};
 
 use crate::processes::Processes;
-use crate::resources::DeviceArgs;
+use crate::resources::{DeviceArgs, KernelsArg};
 
 /// Options of `tutti fmm`.
 #[derive(Args)]
@@ -58,14 +58,6 @@ pub struct FmmArgs {
     devices: DeviceArgs,
 }
 
-/// Values of `--kernels`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-enum KernelsArg {
-    Auto,
-    Always,
-    Never,
-}
-
 impl FmmArgs {
     fn options(&self) -> FmmOptions {
         let mut options = FmmOptions::default().with_resources(self.devices.resources());
@@ -87,13 +79,8 @@ impl FmmArgs {
         if let Some(items) = self.chunk_items {
             options = options.with_chunk_items(items);
         }
-        let kernels = match self.kernels {
-            KernelsArg::Auto => Kernels::Auto,
-            KernelsArg::Always => Kernels::Always,
-            KernelsArg::Never => Kernels::Never,
-        };
         options
-            .with_kernels(kernels)
+            .with_kernels(self.kernels.into())
             .with_fused_multiply_add(!self.no_fma)
     }
 }

@@ -151,3 +151,24 @@ mod tests {
         assert!(result.is_err());
     }
 }
+
+/// Values of `--kernels` (the workloads with a device path: `fmm`, `sweep`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum KernelsArg {
+    /// The device path on GPU ranks, the host code on simulated devices.
+    Auto,
+    /// The device path on every rank (on simulated devices the host implementations).
+    Always,
+    /// The host code on every rank.
+    Never,
+}
+
+impl From<KernelsArg> for tutti_backend::Kernels {
+    fn from(value: KernelsArg) -> Self {
+        match value {
+            KernelsArg::Auto => Self::Auto,
+            KernelsArg::Always => Self::Always,
+            KernelsArg::Never => Self::Never,
+        }
+    }
+}

@@ -10,7 +10,7 @@ use tutti_sweep::{
 };
 
 use crate::processes::Processes;
-use crate::resources::DeviceArgs;
+use crate::resources::{DeviceArgs, KernelsArg};
 
 /// Options of `tutti sweep`.
 #[derive(Args)]
@@ -39,6 +39,11 @@ pub struct SweepArgs {
     /// with the numbers when it does not fit the devices and caps.
     #[arg(long)]
     plan: bool,
+    /// Where the contractions run: on the device for GPU ranks and on the host for simulated
+    /// devices (auto), on the device for every rank (always; on simulated devices the host
+    /// implementations of the same calls), or on the host (never).
+    #[arg(long, value_enum, default_value_t = KernelsArg::Auto)]
+    kernels: KernelsArg,
     #[command(flatten)]
     devices: DeviceArgs,
 }
@@ -67,6 +72,7 @@ fn run_typed<T: Scalar>(
         .with_oversample(args.oversample)
         .with_cutoff(args.cutoff)
         .with_seed(args.seed)
+        .with_kernels(args.kernels.into())
         .with_resources(args.devices.resources());
     if args.plan {
         processes.refuse_spanning("tutti sweep --plan")?;

@@ -17,11 +17,12 @@ use crate::gpu::near_field_on_device;
 use crate::kernel::Field;
 use crate::near::near_field;
 use crate::operators::{m2m, p2m};
-use crate::options::{Kernels, Precision};
+use crate::options::{KernelModules, Precision};
 use crate::partition::{covers, Partition};
 use crate::traversal::InteractionLists;
 use crate::tree::Octree;
 use crate::FmmError;
+use tutti_backend::Kernels;
 
 /// Everything a rank needs, shared read-only by all ranks.
 pub(crate) struct Shared<'a> {
@@ -126,7 +127,7 @@ pub(crate) fn run_rank(comm: &Comm<'_>, shared: &Shared<'_>) -> Result<RankOutpu
     let mut multipoles = pool.install(|| upward_owned(shared, me));
     let exchanged = exchange(comm, shared, &mut multipoles)?;
     let device = comm.device();
-    let kernels = shared.kernels.modules_for(device, shared.fma);
+    let kernels = KernelModules::for_rank(shared.kernels, device, shared.fma);
     let (bodies, fields, m2l_chunks, p2p_chunks) = pool.install(|| {
         upward_shared(shared, &mut multipoles);
         let m2l = kernels.map(|k| (device, k.m2l));

@@ -63,5 +63,6 @@ mod tree;
 
 pub use direct::{direct, direct_sum, relative_l2, sampled_error, SampledError};
 pub use error::FmmError;
-pub use options::{FmmOptions, Kernels, Precision, MAX_DEPTH, MAX_ORDER};
+pub use options::{FmmOptions, Precision, MAX_DEPTH, MAX_ORDER};
 pub use solve::{fmm, fmm_on, plan, FmmInfo, FmmOutput};
+pub use tutti_backend::Kernels;

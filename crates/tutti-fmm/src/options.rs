@@ -1,6 +1,6 @@
 //! Options of an evaluation, with documented defaults, and their validation.
 
-use tutti_backend::{Device, DeviceKind, KernelModule, Resources};
+use tutti_backend::{Device, KernelModule, Kernels, Resources};
 
 use crate::gpu::{M2L_MODULE, M2L_MODULE_FMAD, P2P_MODULE, P2P_MODULE_FMAD};
 use crate::FmmError;
@@ -25,23 +25,6 @@ pub enum Precision {
     F32,
 }
 
-/// Where each rank runs the two dominant phases, M2L and P2P: as device kernels (the
-/// modules of [`crate::gpu`]) or as host code in the rank's thread pool. Tree, P2M, M2M,
-/// L2L and L2P run on the host either way.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Kernels {
-    /// The kernels on GPU ranks, the host code on simulated devices (default).
-    #[default]
-    Auto,
-    /// The kernels on every rank. On a simulated device they run as their host twins, which
-    /// compute the host code's bits through the device path (uploads, launches, downloads):
-    /// how the GPU path is tested without a GPU. Slower than [`Kernels::Never`] there.
-    Always,
-    /// The host code on every rank, GPU ranks included.
-    Never,
-}
-
 /// The P2P and M2L modules a rank launches.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct KernelModules {
@@ -49,16 +32,11 @@ pub(crate) struct KernelModules {
     pub m2l: &'static KernelModule,
 }
 
-impl Kernels {
-    /// The modules a rank on `device` launches, or `None` when it runs the host code; `fma`
-    /// picks the modules compiled with FMA contraction.
-    pub(crate) fn modules_for(self, device: &Device, fma: bool) -> Option<KernelModules> {
-        let launch = match self {
-            Kernels::Auto => device.kind() == DeviceKind::Cuda,
-            Kernels::Always => true,
-            Kernels::Never => false,
-        };
-        launch.then_some(if fma {
+impl KernelModules {
+    /// The modules a rank on `device` launches under `kernels`, or `None` when it runs the
+    /// host code; `fma` picks the modules compiled with FMA contraction.
+    pub(crate) fn for_rank(kernels: Kernels, device: &Device, fma: bool) -> Option<Self> {
+        kernels.on(device).then_some(if fma {
             KernelModules {
                 p2p: &P2P_MODULE_FMAD,
                 m2l: &M2L_MODULE_FMAD,
@@ -102,8 +80,10 @@ pub struct FmmOptions {
     /// Items per chunk (M2L pairs, or P2P source bodies), overriding the size derived from
     /// the working memory. `None` by default. Must be >= 1.
     pub chunk_items: Option<usize>,
-    /// Whether M2L and P2P run as device kernels or host code. Default [`Kernels::Auto`]:
-    /// kernels on GPUs, host code on simulated devices.
+    /// Whether M2L and P2P run as device kernels or host code (tree, P2M, M2M, L2L and L2P
+    /// run on the host either way). Default [`Kernels::Auto`]: kernels on GPUs, host code on
+    /// simulated devices; [`Kernels::Always`] runs the kernels' host twins on simulated
+    /// devices, the GPU path's bits without a GPU.
     pub kernels: Kernels,
     /// Whether GPU kernels may fuse multiply-adds (FMA). Default `true`: a GPU's results then
     /// agree with the host's to about 1e-15 relative. `false` makes the GPU perform the host

@@ -13,12 +13,12 @@
 //! `a` is conjugated first by a round trip through the host (download, conjugate, upload: the
 //! conjugated operand of the sweep is this rank's rows of a new core, a small block).
 //!
-//! The sweep itself does not call this yet; `check` compares it with the host path.
+//! The sweep's device executor (`executor.rs`) runs every contraction of a rank through it.
 
 use tutti_backend::kernel::builtin::{permute_bac, Permutable};
 use tutti_backend::{BackendError, BlasScalar, Buffer, Device, Gemm, Op};
 
-use crate::tensor::{Axis, ContractionPlan, GemmLoops, Tensor};
+use crate::tensor::{Axis, ContractionPlan, GemmLoops, Shape, Tensor};
 use crate::{Scalar, SweepError};
 
 /// An element type the device executor handles: `f64` and `Complex64`.
@@ -43,6 +43,14 @@ fn invalid(detail: String) -> SweepError {
 }
 
 impl<T: DeviceScalar> DeviceTensor<T> {
+    /// The tensor's axes and dimensions.
+    pub fn shape(&self) -> Shape<'_> {
+        Shape {
+            axes: &self.axes,
+            dims: &self.dims,
+        }
+    }
+
     /// `tensor` copied to `device`.
     pub fn upload(device: &Device, tensor: &Tensor<T>) -> Result<Self, SweepError> {
         Ok(Self {

@@ -13,13 +13,14 @@ use faer::Par;
 use rayon::ThreadPool;
 use tutti_group::Comm;
 
+use crate::executor::{DeviceExecutor, Executor, HostExecutor};
 use crate::layer::Layer;
 use crate::linalg::qr_q_transposed;
 use crate::memory::try_filled_vec;
 use crate::sketch::{block, sketch_block};
 use crate::src::{Pass, ProgressFn, SweepProgress};
 use crate::stack::{Stack, StackReader};
-use crate::tensor::{contract_strided, Axis, Buffers, Tensor};
+use crate::tensor::{Axis, Buffers, Tensor};
 use crate::train::{Core, CoreShape, TensorTrain, TrainKind};
 use crate::{Scalar, SweepError};
 
@@ -31,6 +32,8 @@ pub(crate) struct SweepJob<'a> {
     pub width: usize,
     pub seed: u64,
     pub progress: Option<&'a ProgressFn>,
+    /// Whether a rank computes on its device or on the host.
+    pub kernels: tutti_backend::Kernels,
 }
 
 /// A sketched environment `env` (`[Col, Left(0), ..., Left(L-1)]`) times every layer's core
@@ -41,63 +44,49 @@ pub(crate) struct SweepJob<'a> {
 /// GEMMs (one per index of the upper layers' bonds and its output leg); each layer above then
 /// acts on the leading axes of the intermediate, one GEMM over all the rest. No large
 /// intermediate is permuted.
-fn env_times_cores<T: Scalar>(
-    env: &Tensor<T>,
-    cores: &[Tensor<T>],
-    par: Par,
-    buffers: &mut Buffers<T>,
-) -> Tensor<T> {
+fn env_times_cores<T: Scalar, E: Executor<T>>(
+    exec: &mut E,
+    env: &E::Held,
+    cores: &[E::Held],
+) -> Result<E::Held, SweepError> {
     let depth = cores.len();
     let bottom = depth - 1;
     let mut tail = vec![Axis::Col, Axis::Phys(depth), Axis::Right(bottom)];
     let mut out: Vec<Axis> = (0..bottom).map(Axis::Left).collect();
     out.push(Axis::Phys(bottom));
     out.extend(tail.iter().copied());
-    let mut t = contract_strided(env, false, &cores[bottom], &out, par, buffers);
+    let mut t = exec.contract(env, false, &cores[bottom], &out)?;
     for l in (0..bottom).rev() {
         let mut out: Vec<Axis> = (0..l).map(Axis::Left).collect();
         out.extend([Axis::Phys(l), Axis::Right(l)]);
         out.extend(tail.iter().copied());
-        let next = contract_strided(&t, false, &cores[l], &out, par, buffers);
-        buffers.give(std::mem::replace(&mut t, next).data);
+        let next = exec.contract(&t, false, &cores[l], &out)?;
+        exec.recycle(std::mem::replace(&mut t, next));
         tail.insert(0, Axis::Right(l));
     }
-    t
+    Ok(t)
 }
 
 /// `t` (`[Phys(0), Right(0), .., Right(L-2), Col, Phys(L), Right(L-1)]`, from
 /// [`env_times_cores`]) contracted with this rank's sketch vectors `g` (row-major
 /// `Col x (d_out d_in)`) column by column: the next environment,
 /// `[Col, Left(0), ..., Left(L-1)]` (the right bonds renamed for the next site).
-fn apply_sketch<T: Scalar>(
+pub(crate) fn apply_sketch<T: Scalar>(
     t: &Tensor<T>,
     g: &[T],
     depth: usize,
     par: Par,
 ) -> Result<Tensor<T>, SweepError> {
-    let d_out = t.dims[0];
-    // Factors of `t`'s length, which is in memory: their products fit.
-    let middle: usize = t.dims[1..depth].iter().product();
-    let (cols, d_in, inner) = (t.dims[depth], t.dims[depth + 1], t.dims[depth + 2]);
+    let dims = SketchDims::of(&t.dims, depth);
+    let SketchDims {
+        middle,
+        cols,
+        inner,
+        ..
+    } = dims;
     let mut data = try_filled_vec(cols * middle * inner, T::zero(), || {
         "a sketched environment".to_string()
     })?;
-    // Each result row is finished while it is in cache: its d_out * d_in terms are summed
-    // one after the other (in the same order whatever the threads).
-    let column = |c: usize, out_c: &mut [T]| {
-        for x in 0..middle {
-            let out_row = &mut out_c[x * inner..(x + 1) * inner];
-            for a in 0..d_out {
-                for b in 0..d_in {
-                    let coefficient = g[(c * d_out + a) * d_in + b];
-                    let start = (((a * middle + x) * cols + c) * d_in + b) * inner;
-                    for (o, &v) in out_row.iter_mut().zip(&t.data[start..start + inner]) {
-                        *o += coefficient * v;
-                    }
-                }
-            }
-        }
-    };
     let per_column = (middle * inner).max(1);
     match par {
         Par::Rayon(threads) if threads.get() > 1 && cols > 1 => {
@@ -105,11 +94,11 @@ fn apply_sketch<T: Scalar>(
             data.par_chunks_mut(per_column)
                 .enumerate()
                 .with_min_len(cols.div_ceil(threads.get()))
-                .for_each(|(c, out_c)| column(c, out_c));
+                .for_each(|(c, out_c)| sketch_column(dims, g, &t.data, c, out_c));
         }
         _ => {
             for (c, out_c) in data.chunks_mut(per_column).enumerate() {
-                column(c, out_c);
+                sketch_column(dims, g, &t.data, c, out_c);
             }
         }
     }
@@ -127,12 +116,11 @@ fn apply_sketch<T: Scalar>(
 ///
 /// It does not depend on the sketch columns, so both the sketched matrix (environment times
 /// it) and the next S (the new core times it) come from it by one GEMM each.
-fn s_times_cores<T: Scalar>(
-    s_env: &Tensor<T>,
-    cores: &[Tensor<T>],
-    par: Par,
-    buffers: &mut Buffers<T>,
-) -> Tensor<T> {
+fn s_times_cores<T: Scalar, E: Executor<T>>(
+    exec: &mut E,
+    s_env: &E::Held,
+    cores: &[E::Held],
+) -> Result<E::Held, SweepError> {
     let depth = cores.len();
     // Layer l's result: the remaining right bonds with this layer's output leg placed just
     // before Right(l-1), so that the next layer's summed axes (Phys(l), Right(l-1)) lie
@@ -149,20 +137,13 @@ fn s_times_cores<T: Scalar>(
     };
     let mut tail = vec![Axis::Phys(depth), Axis::Bond];
     let bottom = depth - 1;
-    let mut x = contract_strided(
-        s_env,
-        false,
-        &cores[bottom],
-        &order(bottom, &tail),
-        par,
-        buffers,
-    );
+    let mut x = exec.contract(s_env, false, &cores[bottom], &order(bottom, &tail))?;
     for l in (0..bottom).rev() {
         tail.insert(0, Axis::Left(l + 1));
-        let next = contract_strided(&x, false, &cores[l], &order(l, &tail), par, buffers);
-        buffers.give(std::mem::replace(&mut x, next).data);
+        let next = exec.contract(&x, false, &cores[l], &order(l, &tail))?;
+        exec.recycle(std::mem::replace(&mut x, next));
     }
-    x
+    Ok(x)
 }
 
 fn report(progress: Option<&ProgressFn>, rank: usize, pass: Pass, site: usize, sites: usize) {
@@ -171,12 +152,99 @@ fn report(progress: Option<&ProgressFn>, rank: usize, pass: Pass, site: usize, s
     }
 }
 
+/// The extents of one sketch application: `t` is row-major `[d_out, middle, cols, d_in,
+/// inner]` (from [`env_times_cores`]), `g` row-major `[cols, d_out, d_in]`, the result
+/// row-major `[cols, middle, inner]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SketchDims {
+    pub d_out: usize,
+    pub middle: usize,
+    pub cols: usize,
+    pub d_in: usize,
+    pub inner: usize,
+}
+
+impl SketchDims {
+    /// The extents of `t`'s dims for a stack of `depth` layers.
+    pub fn of(t_dims: &[usize], depth: usize) -> Self {
+        Self {
+            d_out: t_dims[0],
+            // Factors of a tensor's length, which is in memory: their products fit.
+            middle: t_dims[1..depth].iter().product(),
+            cols: t_dims[depth],
+            d_in: t_dims[depth + 1],
+            inner: t_dims[depth + 2],
+        }
+    }
+}
+
+/// Column `c` of a sketch application (`out_c`, `middle * inner` entries, zero on entry):
+/// `out_c[x, i] += sum_a sum_b g[c, a, b] t[a, x, c, b, i]`. Each result row is finished
+/// while it is in cache: its `d_out * d_in` terms are summed one after the other (in the same
+/// order whatever the threads). The sweep's sketch kernel performs these operations in this
+/// order (`gpu/sketch.cu`).
+pub(crate) fn sketch_column<T: Scalar>(
+    dims: SketchDims,
+    g: &[T],
+    t: &[T],
+    c: usize,
+    out_c: &mut [T],
+) {
+    let SketchDims {
+        d_out,
+        middle,
+        cols,
+        d_in,
+        inner,
+    } = dims;
+    for x in 0..middle {
+        let out_row = &mut out_c[x * inner..(x + 1) * inner];
+        for a in 0..d_out {
+            for b in 0..d_in {
+                let coefficient = g[(c * d_out + a) * d_in + b];
+                let start = (((a * middle + x) * cols + c) * d_in + b) * inner;
+                for (o, &v) in out_row.iter_mut().zip(&t[start..start + inner]) {
+                    *o += coefficient * v;
+                }
+            }
+        }
+    }
+}
+
 /// Runs the sweep on this rank; rank 0 returns the right-canonical result (bonds <= width),
-/// the other ranks `None`.
+/// the other ranks `None`. The contractions run on the rank's device when `job.kernels` says
+/// so for it ([`DeviceExecutor`]), else on the host in the rank's pool ([`HostExecutor`]).
 pub(crate) fn sweep_rank<T: Scalar>(
     comm: &Comm<'_>,
     layers: &[&dyn Layer<T>],
     job: &SweepJob<'_>,
+) -> Result<Option<TensorTrain<T>>, SweepError> {
+    let pool = comm.device().thread_pool()?;
+    if job.kernels.on(comm.device()) {
+        let mut exec = DeviceExecutor {
+            device: comm.device().clone(),
+        };
+        sweep_rank_with(comm, layers, job, &mut exec)
+    } else {
+        let par = match pool.current_num_threads() {
+            0 | 1 => Par::Seq,
+            threads => Par::rayon(threads),
+        };
+        let mut exec = HostExecutor {
+            par,
+            buffers: Buffers::default(),
+        };
+        sweep_rank_with(comm, layers, job, &mut exec)
+    }
+}
+
+/// [`sweep_rank`] with its contractions on `exec`. Collectives run on the rank's own thread,
+/// everything else in the rank's pool.
+fn sweep_rank_with<T: Scalar, E: Executor<T>>(
+    comm: &Comm<'_>,
+    layers: &[&dyn Layer<T>],
+    job: &SweepJob<'_>,
+    exec: &mut E,
 ) -> Result<Option<TensorTrain<T>>, SweepError> {
     let pool = comm.device().thread_pool()?;
     let par = match pool.current_num_threads() {
@@ -188,6 +256,10 @@ pub(crate) fn sweep_rank<T: Scalar>(
     let (rank, size) = (comm.rank(), comm.size());
     let columns = block(job.width, size, rank);
     let right_axes = stack.right_axes();
+    // The layers' cores at one site, where `exec` computes.
+    let hold_all = |exec: &mut E, cores: Vec<Tensor<T>>| -> Result<Vec<E::Held>, SweepError> {
+        cores.into_iter().map(|core| exec.hold(core)).collect()
+    };
 
     // Left to right: this rank's columns of the sketched environments envs[k], left of site k
     // (no communication: the whole pass runs in the rank's pool).
@@ -196,21 +268,19 @@ pub(crate) fn sweep_rank<T: Scalar>(
     let mut env_dims = vec![1; depth + 1];
     env_dims[0] = columns.len();
     let mut envs = Vec::with_capacity(n);
-    // Intermediates of one site, reused at the next (same shapes in the bulk of the train).
-    let mut buffers = Buffers::default();
     let first_env = try_filled_vec(columns.len(), T::one(), || {
         format!("the first sketched environment ({} columns)", columns.len())
     })?;
-    envs.push(Tensor::new(first_env, env_dims, env_axes.clone()));
+    envs.push(exec.hold(Tensor::new(first_env, env_dims, env_axes.clone()))?);
     in_pool(pool, || {
         let mut reader = StackReader::new(stack, layers, false)?;
         for site in 0..n - 1 {
             report(job.progress, rank, Pass::Sketch, site, n);
-            let cores = reader.next_site(site)?;
+            let cores = hold_all(exec, reader.next_site(site)?)?;
             let g = sketch_block::<T>(job.seed, site, columns.clone(), stack.phys(site))?;
-            let t = env_times_cores(&envs[site], &cores, par, &mut buffers);
-            envs.push(apply_sketch(&t, &g, depth, par)?);
-            buffers.give(t.data);
+            let t = env_times_cores(exec, &envs[site], &cores)?;
+            envs.push(exec.apply_sketch(&t, &g, depth)?);
+            exec.recycle(t);
         }
         Ok(())
     })?;
@@ -219,7 +289,7 @@ pub(crate) fn sweep_rank<T: Scalar>(
     // Bond the new core's left bond at the site to the right).
     let mut s_axes = vec![Axis::Bond];
     s_axes.extend(right_axes.iter().copied());
-    let mut s_env = Tensor::<T>::unit(s_axes);
+    let mut s_env = exec.hold(Tensor::<T>::unit(s_axes))?;
     let mut out: Vec<Option<Core<T>>> = vec![None; n];
     let mut chi_right = 1usize;
     let mut left_caps = Vec::with_capacity(n);
@@ -238,22 +308,26 @@ pub(crate) fn sweep_rank<T: Scalar>(
         // The stacked cores times S, then this rank's rows of the sketched matrix Y
         // (columns x phys*chi_right).
         let (x, y) = in_pool(pool, || {
-            let cores = reader.next_site(site)?;
-            let x = s_times_cores(&s_env, &cores, par, &mut buffers);
-            let y = envs[site]
-                .contract_as(
-                    &x,
-                    &[Axis::Phys(0), Axis::Col, Axis::Phys(depth), Axis::Bond],
-                    par,
-                )
-                .permuted(&[Axis::Col, Axis::Phys(0), Axis::Phys(depth), Axis::Bond]);
+            let cores = hold_all(exec, reader.next_site(site)?)?;
+            let x = s_times_cores(exec, &s_env, &cores)?;
+            let y = exec.contract(
+                &envs[site],
+                false,
+                &x,
+                &[Axis::Phys(0), Axis::Col, Axis::Phys(depth), Axis::Bond],
+            )?;
+            let y = exec.permuted(
+                &y,
+                &[Axis::Col, Axis::Phys(0), Axis::Phys(depth), Axis::Bond],
+            )?;
             Ok((x, y))
         })?;
         for done in envs.drain(site..) {
-            buffers.give(done.data);
+            exec.recycle(done);
         }
 
         // Rank 0: Y^T = Q R; the new core is Q^T (rank x phys*chi_right), right-orthonormal.
+        let y = exec.release(y)?;
         let gathered = comm.gather(0, &y.data)?.map(|blocks| blocks.concat());
         drop(y);
         let blocks = match gathered {
@@ -293,25 +367,27 @@ pub(crate) fn sweep_rank<T: Scalar>(
         let count = my_rows.len() / row_width.max(1);
 
         // This rank's rows of the next S: S[r, a] = sum_{p, c} conj(V[r, p, c]) X[p, a, c].
-        let v = Tensor::new(
+        let v = exec.hold(Tensor::new(
             my_rows,
             vec![count, d_out, d_in, chi_right],
             vec![Axis::Row, Axis::Phys(0), Axis::Phys(depth), Axis::Bond],
-        );
+        ))?;
         let mut order = vec![Axis::Row];
         order.extend(stack.left_axes());
-        let mine = pool.install(|| contract_strided(&v, true, &x, &order, par, &mut buffers));
-        buffers.give(x.data);
-        drop(v);
+        let mine = pool.install(|| exec.contract(&v, true, &x, &order))?;
+        exec.recycle(x);
+        exec.recycle(v);
+        let mine = exec.release(mine)?;
         let all_rows = comm.allgather_concat(&mine.data)?;
-        buffers.give(mine.data);
+        exec.recycle_host(mine);
         let fused_left = stack.fused_left(site);
         let rank_k = all_rows.len() / fused_left.max(1);
         let mut dims = vec![rank_k];
         dims.extend(stack.shapes.iter().map(|s| s[site].left));
         let mut axes = vec![Axis::Bond];
         axes.extend(right_axes.iter().copied());
-        s_env = Tensor::new(all_rows, dims, axes);
+        let next = exec.hold(Tensor::new(all_rows, dims, axes))?;
+        exec.recycle(std::mem::replace(&mut s_env, next));
         chi_right = rank_k;
     }
 
@@ -321,7 +397,11 @@ pub(crate) fn sweep_rank<T: Scalar>(
     if rank != 0 {
         return Ok(None);
     }
-    let first = pool.install(|| s_times_cores(&s_env, &cores, par, &mut buffers));
+    let first = pool.install(|| {
+        let cores = hold_all(exec, cores)?;
+        let first = s_times_cores(exec, &s_env, &cores)?;
+        exec.release(first)
+    })?;
     out[0] = Some(Core {
         shape: stack.out_shape(0, 1, chi_right),
         data: first.data,

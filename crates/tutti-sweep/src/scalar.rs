@@ -7,10 +7,14 @@ use rand_distr::StandardNormal;
 /// An element type of a tensor train: `f64` or [`Complex64`].
 ///
 /// Everything the sweep needs from a number: arithmetic, conjugation, the `.npy` dtype, the
-/// dense kernels (faer), the collectives (`tutti_backend::Element`) and Gaussian draws.
+/// dense kernels (faer), the collectives (`tutti_backend::Element`), the device's compute
+/// calls and kernels (`BlasScalar`, which also gives `COMPLEX`, `zero` and `one`;
+/// `Permutable`) and Gaussian draws.
 pub trait Scalar:
     faer::traits::ComplexField<Real = f64>
     + tutti_backend::Element
+    + tutti_backend::BlasScalar
+    + tutti_backend::kernel::builtin::Permutable
     + npyz::AutoSerialize
     + npyz::Deserialize
     + Copy
@@ -27,16 +31,10 @@ pub trait Scalar:
     + std::ops::MulAssign
     + 'static
 {
-    /// Whether the type is complex.
-    const COMPLEX: bool;
     /// Its numpy dtype string (little endian): `<f8` or `<c16`.
     const DTYPE: &'static str;
     /// Its name in messages: `float64` or `complex128`.
     const NAME: &'static str;
-    /// Zero.
-    fn zero() -> Self;
-    /// One.
-    fn one() -> Self;
     /// The real number `x`.
     fn from_real(x: f64) -> Self;
     /// The value of a complex number, or `None` where this type cannot hold it (a complex
@@ -58,15 +56,8 @@ pub trait Scalar:
 }
 
 impl Scalar for f64 {
-    const COMPLEX: bool = false;
     const DTYPE: &'static str = "<f8";
     const NAME: &'static str = "float64";
-    fn zero() -> Self {
-        0.0
-    }
-    fn one() -> Self {
-        1.0
-    }
     fn from_real(x: f64) -> Self {
         x
     }
@@ -94,15 +85,8 @@ impl Scalar for f64 {
 }
 
 impl Scalar for Complex64 {
-    const COMPLEX: bool = true;
     const DTYPE: &'static str = "<c16";
     const NAME: &'static str = "complex128";
-    fn zero() -> Self {
-        Complex64::new(0.0, 0.0)
-    }
-    fn one() -> Self {
-        Complex64::new(1.0, 0.0)
-    }
     fn from_real(x: f64) -> Self {
         Complex64::new(x, 0.0)
     }

@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use tutti_backend::{Device, Resources};
+use tutti_backend::{Device, Kernels, Resources};
 use tutti_group::Group;
 use tutti_plan::{Budget, Plan, Planner, Tier};
 
@@ -63,6 +63,12 @@ pub struct SrcOptions {
     pub resources: Resources,
     /// Called by rank 0 at the start of every site of both passes.
     pub progress: Option<ProgressFn>,
+    /// Whether a rank's contractions run on its device (`Device::gemm`, the permutation and
+    /// sketch kernels) or on the host. Default [`Kernels::Auto`]: on the device for GPU
+    /// ranks, on the host for simulated devices; [`Kernels::Always`] runs the device path on
+    /// simulated devices too (the host implementations of the same calls: the host path's
+    /// bits, for tests). The QR runs on the host either way.
+    pub kernels: Kernels,
 }
 
 impl std::fmt::Debug for SrcOptions {
@@ -74,6 +80,7 @@ impl std::fmt::Debug for SrcOptions {
             .field("seed", &self.seed)
             .field("resources", &self.resources)
             .field("progress", &self.progress.is_some())
+            .field("kernels", &self.kernels)
             .finish()
     }
 }
@@ -88,6 +95,7 @@ impl SrcOptions {
             seed: 0,
             resources: Resources::default(),
             progress: None,
+            kernels: Kernels::Auto,
         }
     }
 
@@ -118,6 +126,12 @@ impl SrcOptions {
     /// With a progress callback.
     pub fn with_progress(mut self, progress: ProgressFn) -> Self {
         self.progress = Some(progress);
+        self
+    }
+
+    /// With the contractions on the devices or the host, as `kernels` says.
+    pub fn with_kernels(mut self, kernels: Kernels) -> Self {
+        self.kernels = kernels;
         self
     }
 }
@@ -244,6 +258,7 @@ pub fn src_on<T: Scalar>(
         width,
         seed: options.seed,
         progress: options.progress.as_ref(),
+        kernels: options.kernels,
     };
     // A process of a group spanning processes holds one rank: rank 0 shares its train, so
     // that every process returns the result.

@@ -287,17 +287,46 @@ pub(crate) struct GemmLoops {
     pub sum_offsets: Vec<(usize, usize)>,
 }
 
+/// The axes and dimensions of a contraction's operand: all a plan needs of it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Shape<'a> {
+    pub axes: &'a [Axis],
+    pub dims: &'a [usize],
+}
+
+impl Shape<'_> {
+    /// Number of elements.
+    fn len(&self) -> usize {
+        self.dims.iter().product()
+    }
+}
+
+impl<T> Tensor<T> {
+    /// The tensor's axes and dimensions.
+    pub fn shape(&self) -> Shape<'_> {
+        Shape {
+            axes: &self.axes,
+            dims: &self.dims,
+        }
+    }
+}
+
 /// The dimension of `axis` in `a` or else `b`.
-fn dim_in<T>(a: &Tensor<T>, b: &Tensor<T>, axis: Axis) -> usize {
-    position(&a.axes, axis)
+fn dim_in(a: Shape<'_>, b: Shape<'_>, axis: Axis) -> usize {
+    position(a.axes, axis)
         .map(|i| a.dims[i])
-        .or_else(|| position(&b.axes, axis).map(|i| b.dims[i]))
+        .or_else(|| position(b.axes, axis).map(|i| b.dims[i]))
         .unwrap_or_else(|| panic!("result axis {axis:?} in neither operand"))
 }
 
 impl ContractionPlan {
     /// The plan of `a` times `b` into a result with axes `out` (as [`Tensor::contract_as`]).
     pub fn new<T: Scalar>(a: &Tensor<T>, b: &Tensor<T>, out: &[Axis]) -> Self {
+        Self::for_shapes(a.shape(), b.shape(), out)
+    }
+
+    /// The plan of an `a` and a `b` of these shapes into a result with axes `out`.
+    pub fn for_shapes(a: Shape<'_>, b: Shape<'_>, out: &[Axis]) -> Self {
         let dim_of = |axis: Axis| dim_in(a, b, axis);
         let out_dims: Vec<usize> = out.iter().map(|&x| dim_of(x)).collect();
         let owner = |axis: Axis| match (a.axes.contains(&axis), b.axes.contains(&axis)) {
@@ -341,21 +370,21 @@ impl ContractionPlan {
         let summed_a: Vec<Axis> = a
             .axes
             .iter()
-            .zip(&a.dims)
+            .zip(a.dims)
             .filter(|&(x, &d)| d != 1 && b.axes.contains(x) && !out.contains(x))
             .map(|(&x, _)| x)
             .collect();
         let summed_b: Vec<Axis> = b
             .axes
             .iter()
-            .zip(&b.dims)
+            .zip(b.dims)
             .filter(|&(x, &d)| d != 1 && a.axes.contains(x) && !out.contains(x))
             .map(|(&x, _)| x)
             .collect();
         debug_assert!(
             a.axes
                 .iter()
-                .chain(&b.axes)
+                .chain(b.axes)
                 .all(|x| out.contains(x) || (a.axes.contains(x) && b.axes.contains(x))),
             "an axis of one operand only is missing from the result"
         );
@@ -363,10 +392,10 @@ impl ContractionPlan {
         // Fuse the groups as the operands lie. Summed axes that do not fuse become accumulation
         // loops (a few large GEMMs added up in a fixed order); where that would take many small
         // GEMMs, or a free run does not fuse, the operand is permuted into GEMM order.
-        let a_strides = c_strides(&a.dims);
-        let b_strides = c_strides(&b.dims);
-        let fuses = |t: &Tensor<T>, strides: &[usize], axes: &[Axis]| {
-            fuse(axes, &t.axes, &t.dims, strides).is_some()
+        let a_strides = c_strides(a.dims);
+        let b_strides = c_strides(b.dims);
+        let fuses = |t: Shape<'_>, strides: &[usize], axes: &[Axis]| {
+            fuse(axes, t.axes, t.dims, strides).is_some()
         };
         let m_fits = fuses(a, &a_strides, &m_axes);
         let n_fits = fuses(b, &b_strides, &n_axes);
@@ -387,7 +416,7 @@ impl ContractionPlan {
                 (summed_b.clone(), split_b)
             };
         const MAX_ACCUMULATION_LOOPS: usize = 16;
-        let gemm_order = |t: &Tensor<T>, inner: [&[Axis]; 2]| -> Vec<Axis> {
+        let gemm_order = |t: Shape<'_>, inner: [&[Axis]; 2]| -> Vec<Axis> {
             let mut order: Vec<Axis> = loops
                 .iter()
                 .copied()
@@ -409,7 +438,7 @@ impl ContractionPlan {
             let own_b = fuses(b, &b_strides, &summed_b);
             // Keep the summed axes in the order of an operand where they already fuse, and
             // permute what does not fit (the smaller operand when both could move).
-            k_order = if own_a && (!own_b || a.data.len() >= b.data.len()) {
+            k_order = if own_a && (!own_b || a.len() >= b.len()) {
                 summed_a.clone()
             } else if own_b {
                 summed_b.clone()

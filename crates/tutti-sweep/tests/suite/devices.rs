@@ -2,7 +2,7 @@
 //! each count; bad device requests are typed errors.
 
 use crate::common::{random_train, same_bits};
-use tutti_backend::{BackendError, DeviceRequest, KindRequest, Resources};
+use tutti_backend::{BackendError, DeviceRequest, Kernels, KindRequest, Resources};
 use tutti_group::GroupError;
 use tutti_sweep::{
     distance, norm, src, src_on, Complex64, Layer, Scalar, SrcOptions, SweepError, TensorTrain,
@@ -240,4 +240,40 @@ fn an_error_on_one_rank_is_the_error_returned() {
             "nth {nth}: {err}"
         );
     }
+}
+
+/// The device path (every contraction through `Device::gemm` and the permutation kernel,
+/// the sketch through the sweep's kernel; on simulated devices their host implementations)
+/// gives the host path's bits, for stacks of depth 1, 2 and 3 on 1..4 devices.
+fn device_path_matches<T: Scalar>() {
+    let (a, b, psi) = stack::<T>();
+    let stacks: [Vec<&dyn Layer<T>>; 3] = [vec![&psi], vec![&b, &psi], vec![&a, &b, &psi]];
+    for layers in &stacks {
+        for (chi, oversample) in [(5, 3), (2, 0)] {
+            for g in 1..=4 {
+                let options = SrcOptions::new(chi)
+                    .with_seed(5)
+                    .with_oversample(oversample)
+                    .with_resources(Resources::cpu(g));
+                let run = |kernels| src(layers, &options.clone().with_kernels(kernels));
+                let (host, _) = run(Kernels::Never).unwrap();
+                let (device, _) = run(Kernels::Always).unwrap();
+                assert!(
+                    same_bits(&host, &device),
+                    "depth {} chi {chi} k {oversample} G {g}: the device path differs",
+                    layers.len()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn the_device_path_gives_the_host_path_bits_real() {
+    device_path_matches::<f64>();
+}
+
+#[test]
+fn the_device_path_gives_the_host_path_bits_complex() {
+    device_path_matches::<Complex64>();
 }
