@@ -10,13 +10,68 @@ pub(crate) fn terms(q: usize) -> usize {
     (q + 1) * (q + 2) * (q + 3) / 6
 }
 
-/// One term of the kernel-derivative recurrence: `coefficient * x[axis] * D[source]`
-/// (`axis == 3` means no coordinate factor).
+/// The recurrence for the derivatives of the kernel, as columns: the terms of index n are
+/// `start[n]..start[n + 1]`, each `coefficient * x[axis] * D[source]` (`axis == 3` means no
+/// coordinate factor). The M2L kernel takes the same columns.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Recurrence {
+    pub start: Vec<u32>,
+    pub source: Vec<u32>,
+    pub axis: Vec<u32>,
+    pub coefficient: Vec<f64>,
+}
+
+/// A borrowed [`Recurrence`] (the M2L kernel's host twin builds one from its arguments).
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct RecurrenceTerm {
-    pub source: u16,
-    pub axis: u8,
-    pub coefficient: f64,
+pub(crate) struct RecurrenceColumns<'a> {
+    pub start: &'a [u32],
+    pub source: &'a [u32],
+    pub axis: &'a [u32],
+    pub coefficient: &'a [f64],
+}
+
+impl Recurrence {
+    /// Number of terms.
+    pub(crate) fn len(&self) -> usize {
+        self.source.len()
+    }
+
+    /// The columns, borrowed.
+    pub(crate) fn columns(&self) -> RecurrenceColumns<'_> {
+        RecurrenceColumns {
+            start: &self.start,
+            source: &self.source,
+            axis: &self.axis,
+            coefficient: &self.coefficient,
+        }
+    }
+
+    fn push(&mut self, source: u16, axis: u8, coefficient: f64) {
+        self.source.push(u32::from(source));
+        self.axis.push(u32::from(axis));
+        self.coefficient.push(coefficient);
+    }
+}
+
+impl RecurrenceColumns<'_> {
+    /// Fills `out` with the derivatives d^n g(r) of g(r) = (|r|^2 + softening^2)^(-1/2) at
+    /// `r`, for every n < `out.len()` (the columns must cover that many indices, every
+    /// source below its term's index). The M2L kernel (`gpu/m2l.cu`) performs these
+    /// operations in this order.
+    pub(crate) fn derivatives(&self, r: [f64; 3], softening2: f64, out: &mut [f64]) {
+        let s = r[0] * r[0] + r[1] * r[1] + r[2] * r[2] + softening2;
+        let inv_s = 1.0 / s;
+        out[0] = inv_s.sqrt();
+        let factor = [r[0], r[1], r[2], 1.0];
+        for index in 1..out.len() {
+            let mut sum = 0.0;
+            for term in self.start[index] as usize..self.start[index + 1] as usize {
+                let f = factor[(self.axis[term] as usize).min(3)];
+                sum += self.coefficient[term] * f * out[self.source[term] as usize];
+            }
+            out[index] = sum * inv_s;
+        }
+    }
 }
 
 /// Multi-index tables for one expansion order p.
@@ -35,11 +90,8 @@ pub(crate) struct Basis {
     pub lower: Vec<(u16, u8, f64)>,
     /// For |k| <= p-1 and each axis i: index of k + e_i.
     pub raise: Vec<[u16; 3]>,
-    /// Recurrence for the derivatives of the kernel: terms of index n in
-    /// `recurrence[recurrence_start[n]..recurrence_start[n + 1]]`.
-    pub recurrence: Vec<RecurrenceTerm>,
-    /// Offsets into `recurrence`.
-    pub recurrence_start: Vec<usize>,
+    /// Recurrence for the derivatives of the kernel.
+    pub recurrence: Recurrence,
     /// M2L: for target index k, `m2l[m2l_start[k]..m2l_start[k+1]]` holds the index of n + k
     /// for n = 0.., over every n with |n| + |k| <= p.
     pub m2l: Vec<u16>,
@@ -71,8 +123,10 @@ impl Basis {
         let degree: Vec<u8> = exponents.iter().map(|n| n[0] + n[1] + n[2]).collect();
 
         let mut lower = vec![(0, 0, 0.0)];
-        let mut recurrence = Vec::new();
-        let mut recurrence_start = vec![0, 0];
+        let mut recurrence = Recurrence {
+            start: vec![0, 0],
+            ..Recurrence::default()
+        };
         for &n in &exponents[1..] {
             let i = n.iter().position(|&e| e > 0).unwrap_or(0);
             let mut below = n;
@@ -91,23 +145,16 @@ impl Basis {
                 if n[j] >= 1 && linear != 0.0 {
                     let mut m = n;
                     m[j] -= 1;
-                    recurrence.push(RecurrenceTerm {
-                        source: index_of(m),
-                        axis: j as u8,
-                        coefficient: -linear,
-                    });
+                    recurrence.push(index_of(m), j as u8, -linear);
                 }
                 if n[j] >= 2 && quadratic != 0.0 {
                     let mut m = n;
                     m[j] -= 2;
-                    recurrence.push(RecurrenceTerm {
-                        source: index_of(m),
-                        axis: 3,
-                        coefficient: -quadratic,
-                    });
+                    recurrence.push(index_of(m), 3, -quadratic);
                 }
             }
-            recurrence_start.push(recurrence.len());
+            // At most 6 terms per index of at most MAX_ORDER's basis: a u32 holds the count.
+            recurrence.start.push(recurrence.len() as u32);
         }
 
         let below_top = terms(order.saturating_sub(1));
@@ -150,7 +197,6 @@ impl Basis {
             lower,
             raise,
             recurrence,
-            recurrence_start,
             m2l,
             m2l_start,
             shift,
@@ -174,19 +220,7 @@ impl Basis {
     /// Fills `out` (length `len()`) with the derivatives d^n g(r) of the kernel
     /// g(r) = (|r|^2 + softening^2)^(-1/2) at `r`, for every multi-index n.
     pub(crate) fn kernel_derivatives(&self, r: [f64; 3], softening2: f64, out: &mut [f64]) {
-        let s = r[0] * r[0] + r[1] * r[1] + r[2] * r[2] + softening2;
-        let inv_s = 1.0 / s;
-        out[0] = inv_s.sqrt();
-        let factor = [r[0], r[1], r[2], 1.0];
-        for index in 1..out.len() {
-            let mut sum = 0.0;
-            for term in
-                &self.recurrence[self.recurrence_start[index]..self.recurrence_start[index + 1]]
-            {
-                sum += term.coefficient * factor[term.axis as usize] * out[term.source as usize];
-            }
-            out[index] = sum * inv_s;
-        }
+        self.recurrence.columns().derivatives(r, softening2, out);
     }
 }
 

@@ -73,15 +73,32 @@ TT_DEVICE double tt_m2l_multipole(const unsigned* group, unsigned lane,
     return lane < group[5] ? multipoles[(tt_u64)group[1 + lane] * terms + j] : 0.0;
 }
 
+// The product of a multipole and a derivative: in double (Precision::F64), or rounded as the
+// host's f32 far field forms it (Precision::F32: both factors rounded to float, multiplied in
+// float, the product widened to double).
+template <bool F32>
+TT_DEVICE double tt_m2l_product(double m, double d) {
+    if constexpr (F32) {
+        const float product = (float)m * (float)d;
+        return (double)product;
+    } else {
+        return m * d;
+    }
+}
+
 // Block r: the groups run_start[r]..run_start[r + 1], which share one target; thread k (with
 // a stride of blockDim.x) adds to the target's local coefficient k, group after group,
 // sum over lanes of sum_j M_j D_{m2l[m2l_start[k] + j]}, the lanes summed as
-// (l0 + l1) + (l2 + l3). The f64 entry multiplies in double.
-extern "C" __global__ void tt_fmm_m2l_contract_f64(
-    unsigned n_runs, unsigned terms, const unsigned* __restrict__ run_start,
-    const unsigned* __restrict__ groups, const unsigned* __restrict__ m2l_start,
-    const unsigned* __restrict__ m2l, const double* __restrict__ multipoles,
-    const double* __restrict__ derivatives, double* __restrict__ locals) {
+// (l0 + l1) + (l2 + l3), each term formed by tt_m2l_product<F32>.
+template <bool F32>
+TT_DEVICE void tt_m2l_contract(unsigned n_runs, unsigned terms,
+                               const unsigned* __restrict__ run_start,
+                               const unsigned* __restrict__ groups,
+                               const unsigned* __restrict__ m2l_start,
+                               const unsigned* __restrict__ m2l,
+                               const double* __restrict__ multipoles,
+                               const double* __restrict__ derivatives,
+                               double* __restrict__ locals) {
     const unsigned r = blockIdx.x;
     if (r >= n_runs || blockIdx.y != 0 || blockIdx.z != 0 || threadIdx.y != 0 ||
         threadIdx.z != 0) {
@@ -102,7 +119,8 @@ extern "C" __global__ void tt_fmm_m2l_contract_f64(
                 const tt_u64 at = (tt_u64)m2l[begin + j] * 4;
 #pragma unroll
                 for (unsigned lane = 0; lane < 4; ++lane) {
-                    sum[lane] += tt_m2l_multipole(group, lane, multipoles, terms, j) * d[at + lane];
+                    sum[lane] += tt_m2l_product<F32>(
+                        tt_m2l_multipole(group, lane, multipoles, terms, j), d[at + lane]);
                 }
             }
             local += (sum[0] + sum[1]) + (sum[2] + sum[3]);
@@ -111,40 +129,22 @@ extern "C" __global__ void tt_fmm_m2l_contract_f64(
     }
 }
 
-// As tt_fmm_m2l_contract_f64, with the multipoles and derivatives rounded to float and
-// multiplied in float, the products summed in double (Precision::F32 on the host).
+// The f64 contraction (Precision::F64).
+extern "C" __global__ void tt_fmm_m2l_contract_f64(
+    unsigned n_runs, unsigned terms, const unsigned* __restrict__ run_start,
+    const unsigned* __restrict__ groups, const unsigned* __restrict__ m2l_start,
+    const unsigned* __restrict__ m2l, const double* __restrict__ multipoles,
+    const double* __restrict__ derivatives, double* __restrict__ locals) {
+    tt_m2l_contract<false>(n_runs, terms, run_start, groups, m2l_start, m2l, multipoles,
+                           derivatives, locals);
+}
+
+// The f32 contraction (Precision::F32): products in float, sums in double.
 extern "C" __global__ void tt_fmm_m2l_contract_f32(
     unsigned n_runs, unsigned terms, const unsigned* __restrict__ run_start,
     const unsigned* __restrict__ groups, const unsigned* __restrict__ m2l_start,
     const unsigned* __restrict__ m2l, const double* __restrict__ multipoles,
     const double* __restrict__ derivatives, double* __restrict__ locals) {
-    const unsigned r = blockIdx.x;
-    if (r >= n_runs || blockIdx.y != 0 || blockIdx.z != 0 || threadIdx.y != 0 ||
-        threadIdx.z != 0) {
-        return;
-    }
-    const unsigned first = run_start[r];
-    const unsigned last = run_start[r + 1];
-    const tt_u64 target = groups[(tt_u64)first * TT_M2L_GROUP_WORDS];
-    for (unsigned k = threadIdx.x; k < terms; k += blockDim.x) {
-        double local = locals[target * terms + k];
-        const unsigned begin = m2l_start[k];
-        const unsigned count = m2l_start[k + 1] - begin;
-        for (unsigned g = first; g < last; ++g) {
-            const unsigned* group = groups + (tt_u64)g * TT_M2L_GROUP_WORDS;
-            const double* d = derivatives + (tt_u64)g * terms * 4;
-            double sum[4] = {0.0, 0.0, 0.0, 0.0};
-            for (unsigned j = 0; j < count; ++j) {
-                const tt_u64 at = (tt_u64)m2l[begin + j] * 4;
-#pragma unroll
-                for (unsigned lane = 0; lane < 4; ++lane) {
-                    const float m = (float)tt_m2l_multipole(group, lane, multipoles, terms, j);
-                    const float product = m * (float)d[at + lane];
-                    sum[lane] += (double)product;
-                }
-            }
-            local += (sum[0] + sum[1]) + (sum[2] + sum[3]);
-        }
-        locals[target * terms + k] = local;
-    }
+    tt_m2l_contract<true>(n_runs, terms, run_start, groups, m2l_start, m2l, multipoles,
+                          derivatives, locals);
 }

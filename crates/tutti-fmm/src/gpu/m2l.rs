@@ -18,6 +18,7 @@ use tutti_backend::{
     Arg, BackendError, Device, ElemKind, KernelEntry, KernelModule, LaunchDims, Param,
 };
 
+use crate::basis::RecurrenceColumns;
 use crate::evaluate::Shared;
 use crate::far::{runs_of, M2lGroup};
 use crate::operators::LANES;
@@ -104,13 +105,10 @@ pub static M2L_MODULE_FMAD: KernelModule = KernelModule {
     entries: &M2L_ENTRIES,
 };
 
-/// The basis and tree tables both M2L entries read, as the kernels take them.
+/// The tree and basis tables both M2L entries read, as the kernels take them (the
+/// recurrence's columns are the basis's own).
 struct Tables {
     centers: Vec<f64>,
-    recurrence_start: Vec<u32>,
-    recurrence_source: Vec<u32>,
-    recurrence_axis: Vec<u32>,
-    recurrence_coefficient: Vec<f64>,
     m2l_start: Vec<u32>,
     m2l: Vec<u32>,
 }
@@ -118,28 +116,16 @@ struct Tables {
 impl Tables {
     fn new(shared: &Shared<'_>) -> Result<Self, FmmError> {
         let basis = shared.basis;
-        let narrow = |what: &'static str, value: usize| {
-            u32::try_from(value)
-                .map_err(|_| FmmError::invalid(what, "a table of at most u32::MAX entries", value))
-        };
         Ok(Self {
             centers: shared.tree.nodes.iter().flat_map(|n| n.center).collect(),
-            recurrence_start: basis
-                .recurrence_start
-                .iter()
-                .map(|&s| narrow("recurrence", s))
-                .collect::<Result<_, _>>()?,
-            recurrence_source: basis
-                .recurrence
-                .iter()
-                .map(|t| u32::from(t.source))
-                .collect(),
-            recurrence_axis: basis.recurrence.iter().map(|t| u32::from(t.axis)).collect(),
-            recurrence_coefficient: basis.recurrence.iter().map(|t| t.coefficient).collect(),
             m2l_start: basis
                 .m2l_start
                 .iter()
-                .map(|&s| narrow("m2l", s))
+                .map(|&s| {
+                    u32::try_from(s).map_err(|_| {
+                        FmmError::invalid("order", "an M2L table of at most u32::MAX entries", s)
+                    })
+                })
                 .collect::<Result<_, _>>()?,
             m2l: basis.m2l.iter().map(|&i| u32::from(i)).collect(),
         })
@@ -169,10 +155,11 @@ pub(crate) fn m2l_on_device(
     let terms = u32::try_from(t).map_err(|_| FmmError::invalid("order", "a smaller order", t))?;
     let tables = Tables::new(shared)?;
     let centers = device.upload(&tables.centers)?;
-    let recurrence_start = device.upload(&tables.recurrence_start)?;
-    let recurrence_source = device.upload(&tables.recurrence_source)?;
-    let recurrence_axis = device.upload(&tables.recurrence_axis)?;
-    let recurrence_coefficient = device.upload(&tables.recurrence_coefficient)?;
+    let recurrence = &shared.basis.recurrence;
+    let recurrence_start = device.upload(&recurrence.start)?;
+    let recurrence_source = device.upload(&recurrence.source)?;
+    let recurrence_axis = device.upload(&recurrence.axis)?;
+    let recurrence_coefficient = device.upload(&recurrence.coefficient)?;
     let m2l_start = device.upload(&tables.m2l_start)?;
     let m2l = device.upload(&tables.m2l)?;
     let multipoles = device.upload(multipoles)?;
@@ -274,8 +261,9 @@ fn group_at(groups: &[u32], g: usize) -> Option<(usize, [usize; LANES], usize)> 
     })
 }
 
-/// The host twin of [`M2L_DERIVATIVES_ENTRY`]: every covered pair's derivatives by the
-/// recurrence, in the order of `Basis::kernel_derivatives`, the groups in parallel.
+/// The host twin of [`M2L_DERIVATIVES_ENTRY`]: every covered pair's derivatives by the host's
+/// own recurrence code (`Basis::kernel_derivatives`) over the given columns, the groups in
+/// parallel.
 fn derivatives_twin(launch: &HostLaunch<'_>, mut args: HostArgs<'_>) -> Result<(), BackendError> {
     let fail = |message: String| twin_error(launch, M2L_DERIVATIVES_ENTRY, message);
     let n_groups = args.u32(0)? as usize;
@@ -307,6 +295,12 @@ fn derivatives_twin(launch: &HostLaunch<'_>, mut args: HostArgs<'_>) -> Result<(
     {
         return Err(fail("a recurrence table out of range".into()));
     }
+    let recurrence = RecurrenceColumns {
+        start,
+        source,
+        axis,
+        coefficient,
+    };
     let center = |node: usize| -> Option<[f64; 3]> {
         let c = centers.get(3 * node..3 * node + 3)?;
         Some([c[0], c[1], c[2]])
@@ -342,9 +336,7 @@ fn derivatives_twin(launch: &HostLaunch<'_>, mut args: HostArgs<'_>) -> Result<(
                         match pair {
                             None => continue,
                             Some(None) => exact.fill(0.0),
-                            Some(Some(r)) => {
-                                recurrence(r, softening2, start, source, axis, coefficient, exact)
-                            }
+                            Some(Some(r)) => recurrence.derivatives(r, softening2, exact),
                         }
                         for (n, &e) in exact.iter().enumerate() {
                             out[n * LANES + lane] = e;
@@ -354,30 +346,6 @@ fn derivatives_twin(launch: &HostLaunch<'_>, mut args: HostArgs<'_>) -> Result<(
             );
     });
     Ok(())
-}
-
-/// `Basis::kernel_derivatives` over the recurrence as the kernel receives it.
-fn recurrence(
-    r: [f64; 3],
-    softening2: f64,
-    start: &[u32],
-    source: &[u32],
-    axis: &[u32],
-    coefficient: &[f64],
-    out: &mut [f64],
-) {
-    let s = r[0] * r[0] + r[1] * r[1] + r[2] * r[2] + softening2;
-    let inv_s = 1.0 / s;
-    out[0] = inv_s.sqrt();
-    let factor = [r[0], r[1], r[2], 1.0];
-    for n in 1..out.len() {
-        let mut sum = 0.0;
-        for term in start[n] as usize..start[n + 1] as usize {
-            let f = factor[(axis[term] as usize).min(3)];
-            sum += coefficient[term] * f * out[source[term] as usize];
-        }
-        out[n] = sum * inv_s;
-    }
 }
 
 /// The f64 contraction's twin.

@@ -95,24 +95,17 @@ pub(crate) fn apply_sketch_on_device<T: DeviceScalar>(
     let device = t.data.device();
     let mut out = device.alloc_zeros::<T>(total)?;
     if total > 0 {
-        let SketchDims {
-            d_out,
-            middle,
-            cols,
-            d_in,
-            inner,
-        } = dims;
         let blocks = total.div_ceil(BLOCK as usize).min(1 << 20) as u64;
         device.launch(
             &SKETCH_MODULE,
             entry_for::<T>(),
             LaunchDims::linear(blocks * u64::from(BLOCK), BLOCK)?,
             &mut [
-                Arg::u64(d_out as u64),
-                Arg::u64(middle as u64),
-                Arg::u64(cols as u64),
-                Arg::u64(d_in as u64),
-                Arg::u64(inner as u64),
+                Arg::u64(dims.d_out as u64),
+                Arg::u64(dims.middle as u64),
+                Arg::u64(dims.cols as u64),
+                Arg::u64(dims.d_in as u64),
+                Arg::u64(dims.inner as u64),
                 Arg::input(g),
                 Arg::input(&t.data),
                 Arg::output(&mut out),
@@ -156,11 +149,10 @@ fn sketch_twin<T: Scalar + KernelElement>(
     let t = args.input::<T>(6)?;
     let out = args.output::<T>(7)?;
     let SketchDims {
-        d_out,
         middle,
         cols,
-        d_in,
         inner,
+        ..
     } = dims;
     let product = |factors: &[usize]| {
         factors
@@ -169,8 +161,8 @@ fn sketch_twin<T: Scalar + KernelElement>(
             .ok_or_else(|| fail("sizes overflow".into()))
     };
     let (g_len, t_len, total) = (
-        product(&[cols, d_out, d_in])?,
-        product(&[d_out, middle, cols, d_in, inner])?,
+        product(&[cols, dims.d_out, dims.d_in])?,
+        product(&[dims.d_out, middle, cols, dims.d_in, inner])?,
         product(&[cols, middle, inner])?,
     );
     if g.len() < g_len || t.len() < t_len || out.len() < total {
