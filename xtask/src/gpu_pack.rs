@@ -36,6 +36,10 @@ const GPU_TESTS: &[GpuTest] = &[
         test: "gpu",
     },
     GpuTest {
+        package: "tutti-sweep",
+        test: "nvrtc",
+    },
+    GpuTest {
         package: "tutti-fmm",
         test: "gpu",
     },
