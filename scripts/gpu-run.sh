@@ -20,12 +20,13 @@
 #               where compute-sanitizer is not installed; that does not fail the run)
 #   tutti-*     `tutti devices`, and small `tutti fmm` / `tutti sweep` runs on --kind gpu and
 #               --kind cpu (the inputs are in the pack's data/), timed
+#   device-gemm Device::gemm (cuBLAS) at n = 4096 (f64) and 2048 (complex) beside faer on the
+#               host's cores: GFLOP/s and the GPU / CPU ratio (bin/device_gemm)
 #   fmm-gpu     the FMM with M2L and P2P as kernels on the GPU beside the host code on every
 #               core: 1e6 and 1e7 uniform and Plummer bodies at p = 7, bodies per second, the
 #               ratio, the error against the direct sum on 1000 bodies; 1e6 on two ranks of the
-#               GPU (bin/fmm_gpu; the CPU column at 1e7 is the 1e6 rate, marked)
-#   device-gemm Device::gemm (cuBLAS) at n = 4096 (f64) and 2048 (complex) beside faer on the
-#               host's cores: GFLOP/s and the GPU / CPU ratio (bin/device_gemm)
+#               GPU, whose bits must equal one rank's (bin/fmm_gpu; the CPU column at 1e7 is
+#               the 1e6 rate, marked)
 #
 # Output, in ${OUT:-./out} (a relative OUT is taken from the pack's folder), three files and
 # the benchmarks' JSON results (fmm_gpu.json, device_gemm.json):
@@ -390,14 +391,15 @@ fi
 # Benchmarks write their JSON results beside the summary.
 export TUTTI_BENCH_RESULTS=$out
 
-# Step: fmm-gpu (the FMM's kernels on the GPU beside the host code, in the same run).
-if [ -x "$bin/fmm_gpu" ]; then
-    step fmm-gpu 1 180 "$bin/fmm_gpu" --n 1000000,10000000 --cpu-max-n 1000000
-fi
-
 # Step: device-gemm (the GPU's GEMM rate beside the host's, in the same run).
 if [ -x "$bin/device_gemm" ]; then
     step device-gemm 1 120 "$bin/device_gemm" 4096
+fi
+
+# Step: fmm-gpu (the FMM's kernels on the GPU beside the host code, in the same run), last:
+# the longest step; it writes its JSON after every case, so a timeout keeps what it measured.
+if [ -x "$bin/fmm_gpu" ]; then
+    step fmm-gpu 1 180 "$bin/fmm_gpu" --n 1000000,10000000 --cpu-max-n 1000000
 fi
 
 # ---------------------------------------------------------------------------------------------

@@ -136,6 +136,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             .with_resources(resources.clone())
             .with_kernels(Kernels::Always)
     });
+    let device_name = device.as_ref().map(|(name, _)| *name);
     let on_host = options
         .clone()
         .with_resources(Resources::cpu(1))
@@ -160,6 +161,12 @@ fn main() -> Result<(), Box<dyn Error>> {
         "cpu accel",
         "dev/cpu"
     );
+    // A warm-up evaluation: the device's context, library loads and the kernels' compilation
+    // are not part of the timings.
+    if let Some(options) = &on_device {
+        let warm = uniform_bodies(20_000, 9);
+        fmm(&warm.0, &warm.1, options)?;
+    }
     let mut rows = Vec::new();
     for &n in &args.sizes {
         for (case, bodies) in [
@@ -182,6 +189,11 @@ fn main() -> Result<(), Box<dyn Error>> {
             };
             rows.push((case, n, device_run, host_run));
             print_row(rows.last().expect("the row just pushed"), &rows);
+            // Written after every case, so that a run cut short keeps what it measured.
+            write_results(
+                "fmm_gpu",
+                results(&rows, &options, cores, device_name, Value::Null),
+            )?;
         }
     }
     let split = match &device {
@@ -190,12 +202,26 @@ fn main() -> Result<(), Box<dyn Error>> {
         }
         _ => Value::Null,
     };
-    let results = json!({
+    let results = results(&rows, &options, cores, device_name, split);
+    let path = write_results("fmm_gpu", results)?;
+    println!("wrote {}", path.display());
+    Ok(())
+}
+
+/// The JSON results of the cases measured so far and of the two-rank run.
+fn results(
+    rows: &[Row],
+    options: &FmmOptions,
+    cores: usize,
+    device: Option<&str>,
+    split: Value,
+) -> Value {
+    json!({
         "order": options.order,
         "theta": options.theta,
         "leaf_size": options.leaf_size,
         "host_cores": cores,
-        "device": device.as_ref().map(|(name, _)| *name),
+        "device": device,
         "cases": rows.iter().map(|(case, n, device_run, host_run)| json!({
             "case": case,
             "n": n,
@@ -206,14 +232,11 @@ fn main() -> Result<(), Box<dyn Error>> {
             "cpu_seconds": host_run.map(|(_, s)| s),
             "cpu_accel_error": host_run.map(|((a, _), _)| a),
             "cpu_potential_error": host_run.map(|((_, p), _)| p),
-            "cpu_bodies_per_second": cpu_rate(&rows, case, *n).map(|(rate, _)| rate),
-            "cpu_extrapolated": cpu_rate(&rows, case, *n).map(|(_, extrapolated)| extrapolated),
+            "cpu_bodies_per_second": cpu_rate(rows, case, *n).map(|(rate, _)| rate),
+            "cpu_extrapolated": cpu_rate(rows, case, *n).map(|(_, extrapolated)| extrapolated),
         })).collect::<Vec<_>>(),
         "two_ranks_of_one_gpu": split,
-    });
-    let path = write_results("fmm_gpu", results)?;
-    println!("wrote {}", path.display());
-    Ok(())
+    })
 }
 
 /// One measured case: its name, N, the device run ((accel, potential) errors, seconds,
@@ -296,6 +319,9 @@ fn two_ranks(
         "  two ranks of one GPU, uniform N = {n}: {seconds2:.3} s against {seconds1:.3} s on one \
          rank; identical bits: {identical}"
     );
+    if !identical {
+        return Err("two ranks of one GPU gave other bits than one rank".into());
+    }
     Ok(json!({
         "n": n,
         "one_rank_seconds": seconds1,

@@ -55,13 +55,16 @@ pub struct FmmInfo {
     pub leaves_per_rank: Vec<usize>,
     /// Multipoles each rank received from the others.
     pub exchanged_per_rank: Vec<usize>,
-    /// M2L pair slots per chunk (pairs go in groups of four per target).
+    /// M2L pair slots per chunk (pairs go in groups of four per target). On a rank running
+    /// the kernels with [`crate::Precision::F32`], whose derivatives the device holds in f64,
+    /// a chunk takes half as many.
     pub m2l_chunk: usize,
-    /// P2P source bodies staged per chunk.
+    /// P2P source bodies staged per chunk by the host code (a rank running the kernels
+    /// stages nothing: its P2P is one launch).
     pub p2p_chunk: usize,
     /// Most M2L chunks on any rank.
     pub m2l_chunks: usize,
-    /// Most P2P chunks on any rank.
+    /// Most P2P chunks on any rank (1 on a rank running the kernels).
     pub p2p_chunks: usize,
     /// Ranks that ran M2L and P2P as device kernels ([`crate::Kernels`]); the others ran
     /// the host code.

@@ -150,6 +150,11 @@ fn check_evaluation(ordinals: Vec<usize>) {
             &options.with_resources(on_gpus.clone()),
         )
         .expect("GPU evaluation");
+        assert_eq!(
+            gpu.info.kernel_ranks,
+            gpus.len(),
+            "every GPU rank ran the kernels"
+        );
         let (expected, got) = (
             bits(&host.potential, &host.accel),
             bits(&gpu.potential, &gpu.accel),
@@ -172,6 +177,11 @@ fn check_evaluation(ordinals: Vec<usize>) {
     )
     .expect("host evaluation");
     let gpu = fmm(&positions, &masses, &options.with_resources(on_gpus)).expect("GPU evaluation");
+    assert_eq!(
+        gpu.info.kernel_ranks,
+        gpus.len(),
+        "every GPU rank ran the kernels"
+    );
     let mut worst: f64 = 0.0;
     for i in 0..host.potential.len() {
         worst = worst.max((gpu.potential[i] - host.potential[i]).abs() / host.potential[i].abs());

@@ -291,7 +291,12 @@ fn derivatives_twin(launch: &HostLaunch<'_>, mut args: HostArgs<'_>) -> Result<(
         || axis.len() < last_term
         || coefficient.len() < last_term
         || start[..=terms].windows(2).any(|w| w[0] > w[1])
-        || source[..last_term].iter().any(|&s| s as usize >= terms)
+        // Each index's terms read only indices computed before it.
+        || (1..terms).any(|n| {
+            source[start[n] as usize..start[n + 1] as usize]
+                .iter()
+                .any(|&s| s as usize >= n)
+        })
     {
         return Err(fail("a recurrence table out of range".into()));
     }
@@ -389,7 +394,10 @@ fn contract_twin(
     }
     let m2l_end = m2l_start[terms] as usize;
     if m2l.len() < m2l_end
-        || m2l_start[..=terms].windows(2).any(|w| w[0] > w[1])
+        // A coefficient's list pairs at most `terms` multipole entries with derivatives.
+        || m2l_start[..=terms]
+            .windows(2)
+            .any(|w| w[0] > w[1] || (w[1] - w[0]) as usize > terms)
         || m2l[..m2l_end].iter().any(|&i| i as usize >= terms)
     {
         return Err(fail("an m2l table out of range".into()));

@@ -377,15 +377,22 @@ fn auto_runs_the_host_code_on_simulated_devices_and_always_the_kernels() {
 }
 
 /// Launches the f64 contraction over `run_start` on one group table whose groups all have
-/// target 1 and one source, node 0.
-fn contract_with_runs(run_start: &[u32]) -> Result<(), BackendError> {
+/// target 1 and one source, node 0, with the basis's M2L table, its first list lengthened by
+/// `longer` entries.
+fn contract_with_runs(run_start: &[u32], longer: u32) -> Result<(), BackendError> {
     let device = &devices(1)[0];
     let terms = crate::basis::terms(2);
     let basis = crate::basis::Basis::new(2);
     let groups = run_start.last().copied().unwrap_or(0) as usize;
     let table: Vec<u32> = (0..groups).flat_map(|_| [1, 0, 0, 0, 0, 1]).collect();
-    let m2l_start: Vec<u32> = basis.m2l_start.iter().map(|&s| s as u32).collect();
-    let m2l: Vec<u32> = basis.m2l.iter().map(|&i| u32::from(i)).collect();
+    let m2l_start: Vec<u32> = basis
+        .m2l_start
+        .iter()
+        .enumerate()
+        .map(|(k, &s)| s as u32 + if k > 0 { longer } else { 0 })
+        .collect();
+    let mut m2l: Vec<u32> = basis.m2l.iter().map(|&i| u32::from(i)).collect();
+    m2l.splice(0..0, (0..longer).map(|_| 0));
     let multipoles = device.upload(&vec![1.0; 2 * terms])?;
     let derivatives = device.upload(&vec![0.5; groups * terms * 4])?;
     let mut locals = device.alloc_zeros::<f64>(2 * terms)?;
@@ -410,7 +417,15 @@ fn contract_with_runs(run_start: &[u32]) -> Result<(), BackendError> {
 
 #[test]
 fn the_contraction_twin_rejects_runs_that_share_a_target() {
-    contract_with_runs(&[0, 2]).expect("one run of two groups");
-    let err = contract_with_runs(&[0, 1, 2]).expect_err("two runs, one target");
+    contract_with_runs(&[0, 2], 0).expect("one run of two groups");
+    let err = contract_with_runs(&[0, 1, 2], 0).expect_err("two runs, one target");
     assert!(err.to_string().contains("share target 1"), "{err}");
+}
+
+#[test]
+fn the_contraction_twin_rejects_a_list_longer_than_an_expansion() {
+    // The first coefficient's list covers every multipole entry: one more would read past a
+    // source's multipole (on a GPU, into the next node's or past the buffer).
+    let err = contract_with_runs(&[0, 1], 1).expect_err("a list of terms + 1 entries");
+    assert!(err.to_string().contains("m2l table out of range"), "{err}");
 }
