@@ -9,6 +9,7 @@
 use std::ops::Range;
 
 use rayon::prelude::*;
+use tutti_backend::Kernels;
 use tutti_group::{Comm, CommError};
 
 use crate::basis::Basis;
@@ -22,7 +23,6 @@ use crate::partition::{covers, Partition};
 use crate::traversal::InteractionLists;
 use crate::tree::Octree;
 use crate::FmmError;
-use tutti_backend::Kernels;
 
 /// Everything a rank needs, shared read-only by all ranks.
 pub(crate) struct Shared<'a> {

@@ -9,9 +9,9 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use tutti_backend::{BackendError, Complex64, Device};
 
-use crate::device_tensor::{execute_on_device, DeviceScalar, DeviceTensor};
+use crate::device_tensor::{execute_on_device, DeviceTensor};
 use crate::tensor::{contract_strided, Axis, Buffers, ContractionPlan, Tensor};
-use crate::SweepError;
+use crate::{Scalar, SweepError};
 
 /// One contraction run both ways.
 #[derive(Clone, Debug)]
@@ -50,7 +50,7 @@ fn shapes() -> Vec<SiteShape> {
     ]
 }
 
-fn random<T: DeviceScalar>(rng: &mut ChaCha8Rng, dims: Vec<usize>, axes: Vec<Axis>) -> Tensor<T> {
+fn random<T: Scalar>(rng: &mut ChaCha8Rng, dims: Vec<usize>, axes: Vec<Axis>) -> Tensor<T> {
     let len = dims.iter().product();
     let data = (0..len).map(|_| T::gaussian(rng)).collect();
     Tensor::new(data, dims, axes)
@@ -63,11 +63,7 @@ type Step<T> = (String, Tensor<T>, Tensor<T>, Vec<Axis>);
 /// (`distributed.rs`: `env_times_cores`, `s_times_cores`, the sketched rows of Y, the
 /// projection of the next S), on random tensors of `shape`, each step fed the host result of
 /// the step before.
-fn site_contractions<T: DeviceScalar>(
-    shape: &SiteShape,
-    rng: &mut ChaCha8Rng,
-    par: Par,
-) -> Vec<Step<T>> {
+fn site_contractions<T: Scalar>(shape: &SiteShape, rng: &mut ChaCha8Rng, par: Par) -> Vec<Step<T>> {
     let depth = shape.left.len();
     let (columns, chi, rows) = (4usize, 3usize, 3usize);
     let cores: Vec<Tensor<T>> = (0..depth)
@@ -162,14 +158,11 @@ fn site_contractions<T: DeviceScalar>(
     steps
 }
 
-fn compare<T: DeviceScalar>(device: &T, host: &T) -> (f64, f64) {
+fn compare<T: Scalar>(device: &T, host: &T) -> (f64, f64) {
     ((*device - *host).abs2(), host.abs2())
 }
 
-fn checks<T: DeviceScalar>(
-    device: &Device,
-    seed: u64,
-) -> Result<Vec<ContractionCheck>, SweepError> {
+fn checks<T: Scalar>(device: &Device, seed: u64) -> Result<Vec<ContractionCheck>, SweepError> {
     let pool = device.thread_pool()?;
     let par = match device.threads() {
         0 | 1 => Par::Seq,

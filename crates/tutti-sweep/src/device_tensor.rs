@@ -15,21 +15,16 @@
 //!
 //! The sweep's device executor (`executor.rs`) runs every contraction of a rank through it.
 
-use tutti_backend::kernel::builtin::{permute_bac, Permutable};
+use tutti_backend::kernel::builtin::permute_bac;
 use tutti_backend::{BackendError, BlasScalar, Buffer, Device, Gemm, Op};
 
 use crate::tensor::{Axis, ContractionPlan, GemmLoops, Shape, Tensor};
 use crate::{Scalar, SweepError};
 
-/// An element type the device executor handles: `f64` and `Complex64`.
-pub(crate) trait DeviceScalar: Scalar + BlasScalar + Permutable {}
-
-impl<T: Scalar + BlasScalar + Permutable> DeviceScalar for T {}
-
 /// A dense tensor in C order in a device buffer, one name per axis (the device twin of
 /// [`Tensor`]).
 #[derive(Debug)]
-pub(crate) struct DeviceTensor<T: DeviceScalar> {
+pub(crate) struct DeviceTensor<T: Scalar> {
     pub data: Buffer<T>,
     pub dims: Vec<usize>,
     pub axes: Vec<Axis>,
@@ -42,7 +37,7 @@ fn invalid(detail: String) -> SweepError {
     })
 }
 
-impl<T: DeviceScalar> DeviceTensor<T> {
+impl<T: Scalar> DeviceTensor<T> {
     /// The tensor's axes and dimensions.
     pub fn shape(&self) -> Shape<'_> {
         Shape {
@@ -184,7 +179,7 @@ fn progression(offsets: &[(usize, usize)]) -> Option<(usize, usize)> {
 ///
 /// Errors: a backend error (memory, a library call), or `InvalidArgument` when an operand
 /// does not match the plan.
-pub(crate) fn execute_on_device<T: DeviceScalar>(
+pub(crate) fn execute_on_device<T: Scalar>(
     plan: &ContractionPlan,
     a: &DeviceTensor<T>,
     conj_a: bool,

@@ -14,7 +14,7 @@ use tutti_backend::{
     Param,
 };
 
-use crate::device_tensor::{DeviceScalar, DeviceTensor};
+use crate::device_tensor::DeviceTensor;
 use crate::distributed::{sketch_column, SketchDims};
 use crate::tensor::Axis;
 use crate::{Scalar, SweepError};
@@ -85,7 +85,7 @@ fn entry_for<T: KernelElement>() -> &'static str {
 /// environment `[Col, Left(0), ..., Left(L-1)]`, on the same device.
 ///
 /// Errors: [`SweepError::Backend`] for a failed allocation or launch.
-pub(crate) fn apply_sketch_on_device<T: DeviceScalar>(
+pub(crate) fn apply_sketch_on_device<T: Scalar>(
     t: &DeviceTensor<T>,
     g: &tutti_backend::Buffer<T>,
     depth: usize,
