@@ -899,6 +899,22 @@ int tutti_fit(TuttiResidualFn residual_fn,
 int tutti_fmm_options_default(struct TuttiFmmOptions *options);
 
 /**
+ * The expansion order for a requested relative L2 error `eps` on accelerations, at the
+ * default theta (0.5): the lowest order whose measured error on the committed uniform,
+ * Plummer and thin-disk cases (the worst of the three) is at most `eps`. Writes the order
+ * to `*order_out` and that measured error to `*measured_error_out`; set
+ * `TuttiFmmOptions.order` from it.
+ *
+ * Errors: NULL outputs (`TUTTI_ERROR_NULL_POINTER`); `eps` not finite and positive, or below
+ * the best measured error (8.53e-7, order 10) (`TUTTI_ERROR_INVALID_ARGUMENT`).
+ *
+ * # Safety
+ * `order_out` is NULL or valid for writing an int, `measured_error_out` NULL or valid for
+ * writing a double; the two do not overlap.
+ */
+int tutti_fmm_order_for_accuracy(double eps, int *order_out, double *measured_error_out);
+
+/**
  * Computes the potential and acceleration of each of `n` bodies by the fast multipole
  * method, split among the devices of `options->resources` (the result is bit-identical
  * for any device count).

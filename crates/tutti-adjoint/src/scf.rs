@@ -19,7 +19,7 @@
 use std::time::Instant;
 
 use faer::{Mat, MatRef, Side};
-use tutti_backend::Resources;
+use tutti_backend::{Progress, ProgressFn, Resources};
 use tutti_group::{Comm, Group};
 
 use crate::basis::Basis;
@@ -54,6 +54,9 @@ pub struct ScfOptions {
     /// Use the serial reference Fock build (the whole build on every rank, on the rank's
     /// thread, no split) instead of the split, threaded one.
     pub serial_fock: bool,
+    /// Called by rank 0 after each iteration's energy: task `"scf"`, stage `"iteration"`,
+    /// `done` the iteration, `total` the limit, `value` the energy (hartree). Default `None`.
+    pub progress: Option<ProgressFn>,
     /// Test hook: make one rank fail or panic at a chosen point (see [`Fault`]). Always
     /// `None` outside tests of the failure paths.
     #[doc(hidden)]
@@ -109,6 +112,7 @@ impl Default for ScfOptions {
             linear_dependence: 1e-9,
             resources: Resources::default(),
             serial_fock: false,
+            progress: None,
             fault: None,
         }
     }
@@ -118,6 +122,12 @@ impl ScfOptions {
     /// These options running on `resources`.
     pub fn with_resources(mut self, resources: Resources) -> Self {
         self.resources = resources;
+        self
+    }
+
+    /// These options with a progress callback (see [`ScfOptions::progress`]).
+    pub fn with_progress(mut self, progress: ProgressFn) -> Self {
+        self.progress = Some(progress);
         self
     }
 
@@ -365,6 +375,18 @@ pub(crate) fn scf_rank(
         let energy = electronic_energy + nuclear_repulsion;
         if iteration > 1 {
             delta_energy = (energy - previous_energy).abs();
+        }
+        if rank == 0 {
+            tutti_backend::progress::report(
+                options.progress.as_ref(),
+                Progress {
+                    task: "scf",
+                    stage: "iteration",
+                    done: iteration as u64,
+                    total: options.max_iterations as u64,
+                    value: Some(energy),
+                },
+            );
         }
         if delta_energy < options.energy_tolerance && delta_density < options.density_tolerance {
             let (orbital_energies, mut coefficients) =

@@ -326,3 +326,28 @@ fn an_error_on_one_rank_surfaces_as_that_error_without_a_hang() {
         "{error:?}"
     );
 }
+
+/// The SCF reports each iteration once, from rank 0 alone, in order, with the energy; the
+/// last report's energy is the result's, and the callback changes nothing.
+#[test]
+fn scf_progress_reports_each_iteration_with_its_energy() {
+    use std::sync::{Arc, Mutex};
+    let (molecule, basis, _) = water();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&seen);
+    let progress = tutti_backend::ProgressFn::new(move |p| {
+        assert_eq!((p.task, p.stage), ("scf", "iteration"));
+        sink.lock().unwrap().push((p.done, p.total, p.value));
+    });
+    let quiet = rhf(&molecule, &basis, &scf(2)).unwrap();
+    let result = rhf(&molecule, &basis, &scf(2).with_progress(progress)).unwrap();
+    assert_eq!(quiet.energy, result.energy);
+    let seen = seen.lock().unwrap();
+    let iterations: Vec<u64> = seen.iter().map(|(done, _, _)| *done).collect();
+    assert_eq!(
+        iterations,
+        (1..=result.iterations as u64).collect::<Vec<_>>()
+    );
+    assert!(seen.iter().all(|(_, total, _)| *total == 128));
+    assert_eq!(seen.last().unwrap().2, Some(result.energy));
+}

@@ -34,6 +34,7 @@ pub mod kernel;
 #[path = "cuda_nvrtc.rs"]
 pub mod nvrtc;
 mod panic;
+pub mod progress;
 mod resources;
 mod stream;
 pub mod system;
@@ -47,6 +48,7 @@ pub use element::{Element, Summable};
 pub use error::BackendError;
 pub use kernel::{Arg, ElemKind, KernelElement, KernelEntry, KernelModule, LaunchDims, Param};
 pub use panic::panic_message;
+pub use progress::{Progress, ProgressFn};
 pub use resources::{
     gpu_count, DeviceRequest, GpuUse, Kernels, KindRequest, Resources, MAX_SIMULATED_DEVICES,
 };

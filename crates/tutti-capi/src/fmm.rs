@@ -9,11 +9,11 @@
 use std::ffi::c_int;
 
 use tutti_backend::BackendError;
-use tutti_fmm::{direct, fmm, fmm_on, FmmError, FmmOptions, Precision};
+use tutti_fmm::{direct, fmm, fmm_on, order_for_accuracy, FmmError, FmmOptions, Precision};
 use tutti_group::GroupError;
 
 use crate::boundary::{
-    check_disjoint, ffi_call, input_options, input_slice, output_slice, write_default, Region,
+    check_disjoint, ffi_call, input_options, input_slice, output_slice, write_default, Out, Region,
 };
 use crate::resources::{device_error, TuttiResources};
 use crate::status::{Error, TuttiStatus};
@@ -97,6 +97,46 @@ pub unsafe extern "C" fn tutti_fmm_options_default(options: *mut TuttiFmmOptions
     ffi_call("tutti_fmm_options_default", || {
         // SAFETY: NULL or valid for writes (the caller's promise).
         unsafe { write_default(options, "options") }
+    })
+}
+
+/// The expansion order for a requested relative L2 error `eps` on accelerations, at the
+/// default theta (0.5): the lowest order whose measured error on the committed uniform,
+/// Plummer and thin-disk cases (the worst of the three) is at most `eps`. Writes the order
+/// to `*order_out` and that measured error to `*measured_error_out`; set
+/// `TuttiFmmOptions.order` from it.
+///
+/// Errors: NULL outputs (`TUTTI_ERROR_NULL_POINTER`); `eps` not finite and positive, or below
+/// the best measured error (8.53e-7, order 10) (`TUTTI_ERROR_INVALID_ARGUMENT`).
+///
+/// # Safety
+/// `order_out` is NULL or valid for writing an int, `measured_error_out` NULL or valid for
+/// writing a double; the two do not overlap.
+#[no_mangle]
+pub unsafe extern "C" fn tutti_fmm_order_for_accuracy(
+    eps: f64,
+    order_out: *mut c_int,
+    measured_error_out: *mut f64,
+) -> c_int {
+    ffi_call("tutti_fmm_order_for_accuracy", || {
+        check_disjoint(&[
+            Region::output("order_out", order_out, 1),
+            Region::output("measured_error_out", measured_error_out, 1),
+        ])?;
+        // SAFETY: each pointer is NULL or valid for writes (the caller's promise), and the
+        // two are disjoint (checked above).
+        let (order_slot, error_slot) = unsafe {
+            (
+                Out::new(order_out, "order_out")?,
+                Out::new(measured_error_out, "measured_error_out")?,
+            )
+        };
+        let (order, measured) = order_for_accuracy(eps).map_err(fmm_error)?;
+        let order = c_int::try_from(order)
+            .map_err(|_| Error::invalid_argument("the order does not fit an int".to_string()))?;
+        order_slot.write(order);
+        error_slot.write(measured);
+        Ok(())
     })
 }
 

@@ -4,12 +4,15 @@
 use std::time::Instant;
 
 use clap::{Args, Subcommand};
+use serde_json::json;
 use tutti_adjoint::{
     plan, plan_gradient, rhf_gradient_on, rhf_on, AngularKind, Basis, BasisSet, EnergySummary,
     GradientOptions, Molecule, RhfGradient, ScfOptions,
 };
 
+use crate::failure::Failure;
 use crate::processes::Processes;
+use crate::report::{device_kind, print_json};
 use crate::resources::DeviceArgs;
 
 /// Options of `tutti adjoint`.
@@ -27,7 +30,7 @@ enum AdjointCommand {
     Gradient(GradientArgs),
 }
 
-/// The molecule and basis of `tutti adjoint energy|gradient`.
+/// The molecule, basis and SCF limit of `tutti adjoint energy|gradient`.
 #[derive(Args, Clone, Debug)]
 struct MoleculeArgs {
     /// Molecule as an XYZ file (Angstrom).
@@ -43,6 +46,37 @@ struct MoleculeArgs {
     /// Cartesian instead of spherical functions.
     #[arg(long)]
     cartesian: bool,
+    /// The SCF's iteration limit (default 128); an SCF that has not converged by then fails
+    /// with exit status 1.
+    #[arg(long, value_name = "N")]
+    max_iterations: Option<usize>,
+}
+
+impl MoleculeArgs {
+    /// The `inputs` of `--json`: these options and `devices`'.
+    fn to_json(&self, devices: &DeviceArgs) -> serde_json::Value {
+        json!({
+            "xyz": self.xyz,
+            "basis": self.basis,
+            "charge": self.charge,
+            "cartesian": self.cartesian,
+            "max_iterations": self.max_iterations,
+            "resources": devices.to_json(),
+        })
+    }
+
+    /// `options` with `--max-iterations` applied, and the progress display (rank 0 alone
+    /// reports, and it runs in the printing process).
+    fn scf_options(&self, options: ScfOptions) -> ScfOptions {
+        let options = match self.max_iterations {
+            Some(limit) => options.with_max_iterations(limit),
+            None => options,
+        };
+        match crate::progress::reporter(true) {
+            Some(report) => options.with_progress(report),
+            None => options,
+        }
+    }
 }
 
 /// Options of `tutti adjoint energy`.
@@ -58,9 +92,6 @@ struct EnergyArgs {
     /// fit.
     #[arg(long)]
     plan: bool,
-    /// Print one JSON object (energy, nao, iterations, timings, ...) instead of text.
-    #[arg(long)]
-    json: bool,
 }
 
 /// Options of `tutti adjoint gradient`.
@@ -82,40 +113,42 @@ struct GradientArgs {
     plan: bool,
     /// Where to write the JSON gradient (energy, per-atom shells with grad_exponents and
     /// grad_coefficients, per-element sums, timings); `-` for standard output, the summary
-    /// then going to standard error.
+    /// then going to standard error (and `--json`, which would print a second object there,
+    /// refused).
     #[arg(long, value_name = "FILE", required_unless_present = "plan")]
     out: Option<String>,
 }
 
-pub fn run(args: &AdjointArgs, processes: &Processes) -> Result<(), String> {
+pub fn run(args: &AdjointArgs, processes: &Processes, json: bool) -> Result<(), Failure> {
     match &args.command {
-        AdjointCommand::Energy(energy) => run_energy(energy, processes),
-        AdjointCommand::Gradient(gradient) => run_gradient(gradient, processes),
+        AdjointCommand::Energy(energy) => run_energy(energy, processes, json),
+        AdjointCommand::Gradient(gradient) => run_gradient(gradient, processes, json),
     }
 }
 
 /// The molecule of `--xyz` with `--charge`, the basis set of `--basis`, and the basis
 /// placed on the molecule.
-fn load_input(args: &MoleculeArgs) -> Result<(Molecule, BasisSet, Basis), String> {
+fn load_input(args: &MoleculeArgs) -> Result<(Molecule, BasisSet, Basis), Failure> {
     let MoleculeArgs {
         xyz,
         basis,
         charge,
         cartesian,
+        max_iterations: _,
     } = args;
     let (charge, cartesian) = (*charge, *cartesian);
-    let text =
-        std::fs::read_to_string(xyz).map_err(|err| format!("cannot read --xyz `{xyz}`: {err}"))?;
+    let text = std::fs::read_to_string(xyz)
+        .map_err(|err| Failure::input(format!("cannot read --xyz `{xyz}`: {err}")))?;
     let molecule = Molecule::from_xyz(&text)
         .and_then(|m| m.with_charge(charge))
-        .map_err(|err| format!("--xyz `{xyz}`: {err}"))?;
-    let basis_set = BasisSet::load(basis).map_err(|err| format!("--basis: {err}"))?;
+        .map_err(|err| Failure::from(err).context(format_args!("--xyz `{xyz}`")))?;
+    let basis_set = BasisSet::load(basis).map_err(|err| Failure::from(err).context("--basis"))?;
     let kind = if cartesian {
         AngularKind::Cartesian
     } else {
         AngularKind::Spherical
     };
-    let placed = Basis::new(&molecule, &basis_set, kind).map_err(|err| err.to_string())?;
+    let placed = Basis::new(&molecule, &basis_set, kind)?;
     Ok((molecule, basis_set, placed))
 }
 
@@ -137,34 +170,74 @@ fn largest(
     best
 }
 
-fn run_gradient(args: &GradientArgs, processes: &Processes) -> Result<(), String> {
+fn run_gradient(args: &GradientArgs, processes: &Processes, json: bool) -> Result<(), Failure> {
+    let started = Instant::now();
+    if json && args.out.as_deref() == Some("-") {
+        return Err(Failure::input(
+            "`--json` and `--out -` both print a JSON object on standard output: give `--out` \
+             a file with `--json`, or leave `--json` out to print the gradient document",
+        ));
+    }
     let (molecule, basis_set, basis) = load_input(&args.molecule)?;
-    let options = GradientOptions::default()
+    let mut options = GradientOptions::default()
         .with_resources(args.devices.resources())
         .with_serial(args.serial);
+    options.scf = args.molecule.scf_options(options.scf);
+    let mut inputs = args.molecule.to_json(&args.devices);
+    inputs["serial"] = args.serial.into();
+    inputs["plan"] = args.plan.into();
+    inputs["out"] = args.out.as_deref().into();
     if args.plan {
         processes.refuse_spanning("tutti adjoint gradient --plan")?;
-        let plan = plan_gradient(&molecule, &basis, &options).map_err(|err| err.to_string())?;
-        println!("{plan}");
+        let plan = plan_gradient(&molecule, &basis, &options)?;
+        if json {
+            let fields = json!({ "inputs": inputs, "plan": plan.to_string() });
+            print_json("adjoint gradient", started, fields);
+        } else {
+            println!("{plan}");
+        }
         return Ok(());
     }
     let Some(out) = args.out.as_deref() else {
-        return Err("`--out FILE` is needed unless `--plan` is given".into());
+        return Err(Failure::input(
+            "`--out FILE` is needed unless `--plan` is given",
+        ));
     };
     // Over MPI every process reads the inputs and takes its share of the shell pairs; every
     // process holds the gradient, rank 0 writes and prints it.
     let group = processes.group(&options.scf.resources, tutti_adjoint::GPU_USE)?;
-    let gradient =
-        rhf_gradient_on(&group, &molecule, &basis, &options).map_err(|err| err.to_string())?;
+    let gradient = rhf_gradient_on(&group, &molecule, &basis, &options)?;
     if !processes.prints() {
         return Ok(());
     }
-    let json = gradient.to_json(&molecule, basis_set.name());
+    let document = gradient.to_json(&molecule, basis_set.name());
     if out == "-" {
-        println!("{json}");
+        println!("{document}");
     } else {
-        std::fs::write(out, format!("{json}\n"))
+        std::fs::write(out, format!("{document}\n"))
             .map_err(|err| format!("cannot write --out `{out}`: {err}"))?;
+    }
+    if json {
+        let fields = json!({
+            "inputs": inputs,
+            "basis": basis_set.name(),
+            "atoms": molecule.atoms().len(),
+            "shells": gradient.shells.len(),
+            "parameters": gradient.shells.iter().map(|s| 2 * s.exponents.len()).sum::<usize>(),
+            "energy": gradient.energy,
+            "iterations": gradient.iterations,
+            "max_abs_grad_exponent": largest(&gradient, |s| (&s.grad_exponents, &s.exponents))
+                .map(|(grad, ..)| grad.abs()),
+            "max_abs_grad_coefficient": largest(&gradient, |s| (&s.grad_coefficients, &s.coefficients))
+                .map(|(grad, ..)| grad.abs()),
+            "processes": processes.size(),
+            "devices": gradient.devices,
+            "device_kind": device_kind(group.devices()),
+            "outputs": { "gradient": out },
+            "timings": gradient.timings,
+        });
+        print_json("adjoint gradient", started, fields);
+        return Ok(());
     }
     // With `--out -` the JSON owns standard output; the summary goes to standard error.
     let summary = gradient_summary(args, out, &molecule, basis_set.name(), &gradient);
@@ -255,25 +328,40 @@ fn gradient_summary(
     text
 }
 
-fn run_energy(args: &EnergyArgs, processes: &Processes) -> Result<(), String> {
+fn run_energy(args: &EnergyArgs, processes: &Processes, json: bool) -> Result<(), Failure> {
     let start = Instant::now();
     let (molecule, basis_set, basis) = load_input(&args.molecule)?;
     let input_seconds = start.elapsed().as_secs_f64();
-    let options = ScfOptions::default().with_resources(args.devices.resources());
+    let options = args
+        .molecule
+        .scf_options(ScfOptions::default().with_resources(args.devices.resources()));
+    let mut inputs = args.molecule.to_json(&args.devices);
+    inputs["plan"] = args.plan.into();
     if args.plan {
         processes.refuse_spanning("tutti adjoint energy --plan")?;
-        let plan = plan(&molecule, &basis, &options).map_err(|err| err.to_string())?;
-        println!("{plan}");
+        let plan = plan(&molecule, &basis, &options)?;
+        if json {
+            let fields = json!({ "inputs": inputs, "plan": plan.to_string() });
+            print_json("adjoint energy", start, fields);
+        } else {
+            println!("{plan}");
+        }
         return Ok(());
     }
     let group = processes.group(&options.resources, tutti_adjoint::GPU_USE)?;
-    let result = rhf_on(&group, &molecule, &basis, &options).map_err(|err| err.to_string())?;
+    let result = rhf_on(&group, &molecule, &basis, &options)?;
     if !processes.prints() {
         return Ok(());
     }
     let summary = EnergySummary::new(&result, &basis, &molecule, basis_set.name(), input_seconds);
-    if args.json {
-        println!("{}", summary.to_json());
+    if json {
+        // The library's summary (energy, sizes, convergence, timings), and the run's inputs.
+        let mut fields = serde_json::to_value(&summary)
+            .map_err(|err| format!("the energy summary as JSON: {err}"))?;
+        fields["inputs"] = inputs;
+        fields["processes"] = processes.size().into();
+        fields["device_kind"] = device_kind(group.devices());
+        print_json("adjoint energy", start, fields);
         return Ok(());
     }
     println!(
@@ -324,6 +412,7 @@ mod tests {
             basis: basis.to_string(),
             charge: 0,
             cartesian: false,
+            max_iterations: None,
         }
     }
 
@@ -340,7 +429,6 @@ mod tests {
             molecule: molecule(xyz, basis),
             devices: two_devices(),
             plan: false,
-            json: true,
         }
     }
 
@@ -349,28 +437,38 @@ mod tests {
         let path = std::env::temp_dir().join(format!("tutti-cli-h2-{}.xyz", std::process::id()));
         std::fs::write(&path, "2\nH2\nH 0 0 0\nH 0 0 0.74\n").unwrap();
         let xyz = path.to_str().unwrap();
-        assert!(run_energy(&args(xyz, "sto-3g"), &alone()).is_ok());
+        assert!(run_energy(&args(xyz, "sto-3g"), &alone(), true).is_ok());
         // --plan prints the plan and succeeds; a cap it cannot hold is refused with numbers.
         let mut planned = args(xyz, "sto-3g");
         planned.plan = true;
-        assert!(run_energy(&planned, &alone()).is_ok());
+        assert!(run_energy(&planned, &alone(), true).is_ok());
         planned.devices.device_memory_mib = Some(1);
         assert!(
-            run_energy(&planned, &alone()).is_ok(),
+            run_energy(&planned, &alone(), true).is_ok(),
             "1 MiB holds H2/sto-3g"
         );
         let mut zero = args(xyz, "sto-3g");
         zero.devices.devices = Some(0);
-        let message = run_energy(&zero, &alone()).unwrap_err();
-        assert!(message.contains("zero devices"), "{message}");
-        let message = run_energy(&args(xyz, "no-such-basis"), &alone()).unwrap_err();
+        let failure = run_energy(&zero, &alone(), true).unwrap_err();
+        assert!(failure.message().contains("zero devices"), "{failure}");
+        assert_eq!(failure.exit_code(), 2);
+        let failure = run_energy(&args(xyz, "no-such-basis"), &alone(), true).unwrap_err();
+        let message = failure.message();
         assert!(
             message.contains("--basis") && message.contains("sto-3g"),
             "{message}"
         );
+        assert_eq!(failure.exit_code(), 2);
+        // An SCF stopped before it converges is a computation failure.
+        let mut stopped = args(xyz, "sto-3g");
+        stopped.molecule.max_iterations = Some(1);
+        let failure = run_energy(&stopped, &alone(), true).unwrap_err();
+        assert!(failure.message().contains("did not converge"), "{failure}");
+        assert_eq!(failure.exit_code(), 1);
         std::fs::remove_file(&path).unwrap();
-        let message = run_energy(&args(xyz, "sto-3g"), &alone()).unwrap_err();
-        assert!(message.contains("--xyz"), "{message}");
+        let failure = run_energy(&args(xyz, "sto-3g"), &alone(), true).unwrap_err();
+        assert!(failure.message().contains("--xyz"), "{failure}");
+        assert_eq!(failure.exit_code(), 2);
     }
 
     /// PySCF 2.14's built-in sto-3g digits for H, as an NWChem file.
@@ -418,7 +516,7 @@ mod tests {
             basis.to_str().unwrap(),
             out.to_str().unwrap(),
         );
-        run_gradient(&args, &alone()).expect("h2/sto-3g gradient");
+        run_gradient(&args, &alone(), false).expect("h2/sto-3g gradient");
         let json: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).expect("JSON");
         let energy = json["energy"].as_f64().expect("energy");
@@ -468,9 +566,11 @@ mod tests {
                 out.to_str().unwrap(),
             ),
             &alone(),
+            false,
         )
         .unwrap_err();
-        assert!(message.contains("--basis"), "{message}");
+        assert!(message.message().contains("--basis"), "{message}");
+        assert_eq!(message.exit_code(), 2);
         let message = run_gradient(
             &gradient_args(
                 xyz.to_str().unwrap(),
@@ -478,16 +578,24 @@ mod tests {
                 dir.join("missing").join("grad.json").to_str().unwrap(),
             ),
             &alone(),
+            false,
         )
         .unwrap_err();
-        assert!(message.contains("--out"), "{message}");
+        assert!(message.message().contains("--out"), "{message}");
+        assert_eq!(
+            message.exit_code(),
+            1,
+            "writing the output is part of the computation"
+        );
         std::fs::write(&xyz, "1\nH\nH 0 0 0\n").unwrap();
         let message = run_gradient(
             &gradient_args(xyz.to_str().unwrap(), "sto-3g", out.to_str().unwrap()),
             &alone(),
+            false,
         )
         .unwrap_err();
-        assert!(message.contains("even"), "{message}");
+        assert!(message.message().contains("even"), "{message}");
+        assert_eq!(message.exit_code(), 2);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -12,11 +12,13 @@ use tutti_fit::example::{
 };
 use tutti_fit::{
     checkpointed_map, fit, fit_on, plan, resource_groups, summarize_ledger, CampaignItem,
-    CampaignOptions, Execution, FitOptions, FitReport, TaskStatus,
+    CampaignOptions, Execution, FitOptions, FitReport, TaskStatus, Termination,
 };
 use tutti_group::Group;
 
+use crate::failure::Failure;
 use crate::processes::Processes;
+use crate::report::{device_kind, print_json, Text};
 use crate::resources::DeviceArgs;
 
 /// Options of `tutti fit`.
@@ -34,9 +36,6 @@ enum FitCommand {
         /// Seed of the synthetic noise.
         #[arg(long, default_value_t = 2026)]
         seed: u64,
-        /// Print one JSON object instead of a table.
-        #[arg(long)]
-        json: bool,
         /// Print the memory plan (Jacobian blocks, residuals, contributions, normal matrix
         /// on each device) and exit; exits non-zero with the numbers when it does not fit.
         #[arg(long)]
@@ -83,57 +82,94 @@ enum CampaignCommand {
     },
 }
 
-pub fn run(args: &FitArgs, processes: &Processes) -> Result<(), String> {
+pub fn run(args: &FitArgs, processes: &Processes, json: bool) -> Result<(), Failure> {
     match &args.command {
         FitCommand::Demo {
             seed,
-            json,
             plan,
             devices,
-        } => demo(processes, &devices.resources(), *seed, *json, *plan),
+        } => {
+            let inputs = json!({ "seed": seed, "plan": plan, "resources": devices.to_json() });
+            let reporting = Reporting { json, inputs };
+            demo(processes, &devices.resources(), *seed, *plan, &reporting)
+        }
         FitCommand::Bootstrap {
             replicates,
             ledger,
             seed,
             plan,
             devices,
-        } => bootstrap(
-            processes,
-            *replicates,
-            ledger.as_deref(),
-            &devices.resources(),
-            *seed,
-            *plan,
-        ),
+        } => {
+            let inputs = json!({
+                "replicates": replicates,
+                "ledger": ledger,
+                "seed": seed,
+                "plan": plan,
+                "resources": devices.to_json(),
+            });
+            let reporting = Reporting { json, inputs };
+            bootstrap(
+                processes,
+                *replicates,
+                ledger.as_deref(),
+                &devices.resources(),
+                *seed,
+                *plan,
+                &reporting,
+            )
+        }
     }
 }
 
-pub fn run_campaign(args: &CampaignArgs) -> Result<(), String> {
+pub fn run_campaign(args: &CampaignArgs, json: bool) -> Result<(), Failure> {
     match &args.command {
-        CampaignCommand::Status { ledger } => status(ledger),
+        CampaignCommand::Status { ledger } => status(ledger, json),
     }
+}
+
+/// What a fit subcommand prints: text, or with `--json` one object holding `inputs`.
+struct Reporting {
+    json: bool,
+    inputs: serde_json::Value,
 }
 
 /// The example fit on `devices` simulated devices.
-pub fn example_fit(devices: usize, seed: u64) -> Result<FitReport, String> {
+pub fn example_fit(devices: usize, seed: u64) -> Result<FitReport, Failure> {
     let resources = Resources::cpu(devices);
-    let group = Group::from_resources(&resources, tutti_fit::GPU_USE).map_err(|e| e.to_string())?;
+    let group = Group::from_resources(&resources, tutti_fit::GPU_USE)?;
     example_fit_on(&group, &resources, seed)
 }
 
 /// The example fit on `group`, planned against `resources`.
-fn example_fit_on(group: &Group, resources: &Resources, seed: u64) -> Result<FitReport, String> {
+fn example_fit_on(group: &Group, resources: &Resources, seed: u64) -> Result<FitReport, Failure> {
     let experiments = synthetic_experiments(seed)?;
     let options = FitOptions::default().with_resources(resources.clone());
-    fit_on(group, &experiments, &START_RATES, &options).map_err(|e| e.to_string())
+    Ok(fit_on(group, &experiments, &START_RATES, &options)?)
 }
 
-/// Prints the plan of the example fit on `resources`, or refuses with its numbers.
-fn print_plan(resources: &Resources, seed: u64) -> Result<(), String> {
+/// The plan of the example fit on `resources` as text, or its refusal with the numbers.
+fn plan_text(resources: &Resources, seed: u64) -> Result<String, Failure> {
     let experiments = synthetic_experiments(seed)?;
     let options = FitOptions::default().with_resources(resources.clone());
-    let plan = plan(&experiments, START_RATES.len(), &options).map_err(|e| e.to_string())?;
-    print!("{plan}");
+    Ok(plan(&experiments, START_RATES.len(), &options)?.to_string())
+}
+
+/// Prints the plan of the example fit on `resources` (with `--json`, as the `plan` field of
+/// `command`'s object), or refuses with its numbers.
+fn print_plan(
+    resources: &Resources,
+    seed: u64,
+    command: &str,
+    reporting: &Reporting,
+) -> Result<(), Failure> {
+    let started = Instant::now();
+    let plan = plan_text(resources, seed)?;
+    if reporting.json {
+        let fields = json!({ "inputs": reporting.inputs, "plan": plan });
+        print_json(command, started, fields);
+    } else {
+        print!("{plan}");
+    }
     Ok(())
 }
 
@@ -141,12 +177,12 @@ fn demo(
     processes: &Processes,
     resources: &Resources,
     seed: u64,
-    as_json: bool,
     show_plan: bool,
-) -> Result<(), String> {
+    reporting: &Reporting,
+) -> Result<(), Failure> {
     if show_plan {
         processes.refuse_spanning("tutti fit demo --plan")?;
-        return print_plan(resources, seed);
+        return print_plan(resources, seed, "fit demo", reporting);
     }
     let started = Instant::now();
     let group = processes.group(resources, tutti_fit::GPU_USE)?;
@@ -158,39 +194,62 @@ fn demo(
     let devices = report.devices;
     let seconds = started.elapsed().as_secs_f64();
     let errors = report.standard_errors().unwrap_or_default();
-    if as_json {
-        let value = json!({
+    if reporting.json {
+        // `seconds` (the whole run) is added by print_json.
+        let fields = json!({
+            "inputs": reporting.inputs,
             "parameters": report.parameters,
             "true_parameters": TRUE_RATES,
             "standard_errors": errors,
             "cost": report.cost,
+            "gradient_norm": report.gradient_norm,
+            "residuals": report.residual_count,
             "iterations": report.iterations,
             "evaluations": report.evaluations,
+            "termination": termination_name(report.termination),
             "converged": report.converged(),
+            "processes": processes.size(),
             "devices": devices,
-            "seconds": seconds,
+            "device_kind": device_kind(group.devices()),
+            "timings": {
+                "evaluation": report.evaluation_seconds,
+                "reduction": report.reduction_seconds,
+            },
         });
-        println!("{value}");
+        print_json("fit demo", started, fields);
         return Ok(());
     }
-    print_fit(&report, devices, seconds);
+    print_fit(Text::new(false), &report, devices, seconds);
     Ok(())
 }
 
-/// Prints the recovered and true rates with standard errors.
-pub fn print_fit(report: &FitReport, devices: usize, seconds: f64) {
+/// Why a fit stopped, as `--json` spells it.
+fn termination_name(termination: Termination) -> &'static str {
+    match termination {
+        Termination::Gradient => "gradient",
+        Termination::Step => "step",
+        Termination::Cost => "cost",
+        Termination::MaxIterations => "max_iterations",
+    }
+}
+
+/// Prints the recovered and true rates with standard errors to `text`.
+pub fn print_fit(text: Text, report: &FitReport, devices: usize, seconds: f64) {
     let errors = report.standard_errors().unwrap_or_default();
-    println!(
+    writeln!(
+        text,
         "fit: reaction network A+B<->C->D, 6 experiments, {} residuals, {devices} device(s)",
         report.residual_count
     );
-    println!(
+    writeln!(
+        text,
         "  {:<4} {:>12} {:>12} {:>10} {:>8}",
         "rate", "fitted", "true", "std err", "|z|"
     );
     for (k, (fitted, truth)) in report.parameters.iter().zip(TRUE_RATES).enumerate() {
         let se = errors.get(k).copied().unwrap_or(f64::NAN);
-        println!(
+        writeln!(
+            text,
             "  k{:<3} {fitted:>12.6} {truth:>12.6} {se:>10.2e} {:>8.2}",
             k + 1,
             (fitted - truth).abs() / se
@@ -200,7 +259,8 @@ pub fn print_fit(report: &FitReport, devices: usize, seconds: f64) {
         .residual_count
         .saturating_sub(report.parameters.len())
         .max(1);
-    println!(
+    writeln!(
+        text,
         "  cost {:.4e}  chi2/dof {:.3}  iterations {}  evaluations {}  {:?}  {:.3} s",
         report.cost,
         2.0 * report.cost / dof as f64,
@@ -237,9 +297,10 @@ fn bootstrap(
     resources: &Resources,
     seed: u64,
     show_plan: bool,
-) -> Result<(), String> {
+    reporting: &Reporting,
+) -> Result<(), Failure> {
     if replicates == 0 {
-        return Err("--replicates must be at least 1".into());
+        return Err(Failure::input("--replicates must be at least 1"));
     }
     if show_plan {
         processes.refuse_spanning("tutti fit bootstrap --plan")?;
@@ -249,19 +310,22 @@ fn bootstrap(
         None => (None, processes.alone_share(resources)),
     };
     // Checks that may fail in one process only join the campaign's first round as failed.
-    let groups = before_campaign(spanning.as_ref(), one_per_device(&local))?;
+    let (groups, kind) = before_campaign(spanning.as_ref(), one_per_device(&local))?;
     let devices = groups.len();
     if show_plan {
-        return print_plan(&groups[0], seed);
+        return print_plan(&groups[0], seed, "fit bootstrap", reporting);
     }
-    let ledger = ledger.ok_or("`--ledger FILE` is needed unless `--plan` is given")?;
+    let ledger = ledger
+        .ok_or_else(|| Failure::input("`--ledger FILE` is needed unless `--plan` is given"))?;
     let (experiments, base) = before_campaign(
         spanning.as_ref(),
-        synthetic_experiments(seed).and_then(|experiments| {
-            let options = FitOptions::default().with_resources(groups[0].clone());
-            let base = fit(&experiments, &START_RATES, &options).map_err(|e| e.to_string())?;
-            Ok((experiments, base))
-        }),
+        synthetic_experiments(seed)
+            .map_err(Failure::from)
+            .and_then(|experiments| {
+                let options = FitOptions::default().with_resources(groups[0].clone());
+                let base = fit(&experiments, &START_RATES, &options)?;
+                Ok((experiments, base))
+            }),
     )?;
     let items: Vec<CampaignItem<ReplicateInput>> = (0..replicates)
         .map(|replicate| {
@@ -285,9 +349,11 @@ fn bootstrap(
         },
         None => Execution::Groups(groups),
     };
-    let options = CampaignOptions::default()
-        .with_execution(execution)
-        .with_progress(true);
+    let options = CampaignOptions::default().with_execution(execution);
+    let options = match crate::progress::reporter(processes.prints()) {
+        Some(report) => options.with_progress(report),
+        None => options,
+    };
     let started = Instant::now();
     let task = |input: &ReplicateInput, context: &tutti_fit::TaskContext<'_>| {
         // Replicate r draws from its own stream of the seed: independent of devices and order.
@@ -308,8 +374,52 @@ fn bootstrap(
             iterations: report.iterations,
         })
     };
-    let outcome = checkpointed_map(task, &items, ledger, &options).map_err(|e| e.to_string())?;
+    let outcome = checkpointed_map(task, &items, ledger, &options)?;
     if !processes.prints() {
+        return Ok(());
+    }
+    let accepted: Vec<&ReplicateResult> = outcome.results.iter().flatten().collect();
+    // The 95% interval of each rate over the accepted replicates.
+    let intervals: Vec<(f64, f64)> = (0..base.parameters.len())
+        .map(|k| {
+            let values: Vec<f64> = accepted.iter().map(|r| r.parameters[k]).collect();
+            (
+                quantile(&values, 0.025).unwrap_or(f64::NAN),
+                quantile(&values, 0.975).unwrap_or(f64::NAN),
+            )
+        })
+        .collect();
+    if reporting.json {
+        let rates: Vec<serde_json::Value> = base
+            .parameters
+            .iter()
+            .zip(TRUE_RATES)
+            .zip(&intervals)
+            .map(|((fitted, truth), (low, high))| {
+                json!({ "fitted": fitted, "low": low, "high": high, "true": truth })
+            })
+            .collect();
+        let failures: Vec<serde_json::Value> = outcome
+            .failures
+            .iter()
+            .map(|failure| json!({ "task": failure.task_id, "error": failure.error }))
+            .collect();
+        let fields = json!({
+            "inputs": reporting.inputs,
+            "replicates": replicates,
+            "reused": outcome.reused,
+            "ran": outcome.ran,
+            "accepted": accepted.len(),
+            "failed": outcome.failures.len(),
+            "failures": failures,
+            "rates": rates,
+            "interval": [0.025, 0.975],
+            "processes": processes.size(),
+            "devices": devices,
+            "device_kind": kind,
+            "outputs": { "ledger": ledger },
+        });
+        print_json("fit bootstrap", started, fields);
         return Ok(());
     }
     println!(
@@ -319,15 +429,12 @@ fn bootstrap(
         started.elapsed().as_secs_f64(),
         outcome.failures.len()
     );
-    let accepted: Vec<&ReplicateResult> = outcome.results.iter().flatten().collect();
     println!(
         "  {:<4} {:>12} {:>12} {:>12} {:>12}",
         "rate", "fitted", "2.5%", "97.5%", "true"
     );
-    for (k, (fitted, truth)) in base.parameters.iter().zip(TRUE_RATES).enumerate() {
-        let values: Vec<f64> = accepted.iter().map(|r| r.parameters[k]).collect();
-        let low = quantile(&values, 0.025).unwrap_or(f64::NAN);
-        let high = quantile(&values, 0.975).unwrap_or(f64::NAN);
+    let rates = base.parameters.iter().zip(TRUE_RATES).zip(&intervals);
+    for (k, ((fitted, truth), (low, high))) in rates.enumerate() {
         println!(
             "  k{:<3} {fitted:>12.6} {low:>12.6} {high:>12.6} {truth:>12.6}",
             k + 1
@@ -336,25 +443,49 @@ fn bootstrap(
     Ok(())
 }
 
-/// Groups of one device, one per device `resources` selects.
-fn one_per_device(resources: &Resources) -> Result<Vec<Resources>, String> {
-    let devices = resources
-        .select_for(tutti_fit::GPU_USE)
-        .map_err(|e| e.to_string())?
-        .len();
-    resource_groups(resources, &vec![1; devices]).map_err(|e| e.to_string())
+/// Groups of one device, one per device `resources` selects, and the devices' kind (as
+/// `--json` reports it).
+fn one_per_device(resources: &Resources) -> Result<(Vec<Resources>, serde_json::Value), Failure> {
+    let devices = resources.select_for(tutti_fit::GPU_USE)?;
+    let groups = resource_groups(resources, &vec![1; devices.len()])?;
+    Ok((groups, device_kind(&devices)))
 }
 
 /// `result`, told to the other processes first when it is an error ([`Group::before_run`]).
-fn before_campaign<T>(spanning: Option<&Group>, result: Result<T, String>) -> Result<T, String> {
+fn before_campaign<T>(spanning: Option<&Group>, result: Result<T, Failure>) -> Result<T, Failure> {
     match spanning {
         Some(group) => group.before_run(result),
         None => result,
     }
 }
 
-fn status(ledger: &Path) -> Result<(), String> {
-    let (summary, records) = summarize_ledger(ledger).map_err(|e| e.to_string())?;
+/// Summarizes `ledger`. The ledger is this subcommand's only input: failing to read it is
+/// an input failure, like a damaged one.
+fn status(ledger: &Path, json: bool) -> Result<(), Failure> {
+    let started = Instant::now();
+    let (summary, records) = summarize_ledger(ledger).map_err(|e| Failure::input(e.to_string()))?;
+    let failed = records.iter().filter(|r| r.status == TaskStatus::Failed);
+    if json {
+        let failures: Vec<serde_json::Value> = failed
+            .map(|record| {
+                json!({
+                    "task": record.task_id,
+                    "attempts": record.attempts,
+                    "error": record.error,
+                })
+            })
+            .collect();
+        let fields = json!({
+            "inputs": { "ledger": ledger },
+            "tasks": summary.tasks,
+            "accepted": summary.accepted,
+            "failed": summary.failed,
+            "attempts": summary.attempts,
+            "failures": failures,
+        });
+        print_json("campaign status", started, fields);
+        return Ok(());
+    }
     println!(
         "{}: {} task(s): {} accepted, {} failed, {} run(s) in all",
         ledger.display(),
@@ -363,7 +494,7 @@ fn status(ledger: &Path) -> Result<(), String> {
         summary.failed,
         summary.attempts
     );
-    for record in records.iter().filter(|r| r.status == TaskStatus::Failed) {
+    for record in failed {
         println!(
             "  failed: {} (attempt {}): {}",
             record.task_id,
@@ -403,15 +534,21 @@ mod tests {
 
     #[test]
     fn the_plan_prints_and_device_errors_are_refused() {
-        assert!(print_plan(&Resources::cpu(2), 2026).is_ok());
+        let text = Reporting {
+            json: false,
+            inputs: serde_json::Value::Null,
+        };
+        assert!(print_plan(&Resources::cpu(2), 2026, "fit demo", &text).is_ok());
         let alone = Processes::start(tutti_mpi::launch::MpiMode::Off).unwrap();
-        let err = demo(&alone, &Resources::cpu(0), 2026, false, false).unwrap_err();
-        assert!(err.contains("zero devices"), "{err}");
-        let err = print_plan(&Resources::cpu(1).with_device_memory_cap(1024), 2026).unwrap_err();
+        let err = demo(&alone, &Resources::cpu(0), 2026, false, &text).unwrap_err();
+        assert!(err.message().contains("zero devices"), "{err}");
+        assert_eq!(err.exit_code(), 2);
+        let err = plan_text(&Resources::cpu(1).with_device_memory_cap(1024), 2026).unwrap_err();
         assert!(
-            err.contains("does not fit") && err.contains("contributions"),
+            err.message().contains("does not fit") && err.message().contains("contributions"),
             "{err}"
         );
+        assert_eq!(err.exit_code(), 2);
         let report = example_fit(2, 2026).unwrap();
         assert_eq!(report.devices, 2);
         assert!(report.converged());

@@ -1,9 +1,11 @@
-//! The CLI's logger: the libraries report notes and progress through the `log` facade, and
-//! this is where they reach the terminal (standard error, one line each).
+//! The CLI's logger: the libraries report notes through the `log` facade, and this is where
+//! they reach the terminal (standard error, one line each, above the progress bar if one is
+//! drawn).
 //!
-//! `TUTTI_LOG` sets the level (`off`, `error`, `warn`, `info`, `debug`, `trace`; default
-//! `info`). A failed write (a closed or broken standard error) is ignored: logging never
-//! stops a computation.
+//! The level: `TUTTI_LOG`, else `RUST_LOG` (a bare level: `off`, `error`, `warn`, `info`,
+//! `debug`, `trace`), else `info` moved by `-v`/`-q` (`-v` debug, `-vv` trace, `-q` warn,
+//! `-qq` error). A failed write (a closed or broken standard error) is ignored: logging
+//! never stops a computation.
 
 use std::io::Write;
 
@@ -20,16 +22,18 @@ impl Log for StderrLogger {
         if !self.enabled(record.metadata()) {
             return;
         }
-        let mut stderr = std::io::stderr().lock();
-        let _ = match record.level() {
-            Level::Info => writeln!(stderr, "{}", record.args()),
-            level => writeln!(
-                stderr,
-                "{}: {}",
-                level.as_str().to_lowercase(),
-                record.args()
-            ),
-        };
+        crate::progress::suspend(|| {
+            let mut stderr = std::io::stderr().lock();
+            let _ = match record.level() {
+                Level::Info => writeln!(stderr, "{}", record.args()),
+                level => writeln!(
+                    stderr,
+                    "{}: {}",
+                    level.as_str().to_lowercase(),
+                    record.args()
+                ),
+            };
+        });
     }
 
     fn flush(&self) {
@@ -37,20 +41,31 @@ impl Log for StderrLogger {
     }
 }
 
-/// Installs the logger at the level `TUTTI_LOG` names (default `info`). An unknown level is
-/// reported once and the default used.
-pub fn install() {
+/// Installs the logger at the level `TUTTI_LOG` or `RUST_LOG` names, else at `info` moved
+/// by `verbosity` (`-v` counts up, `-q` down). An unknown level is reported once and the
+/// flags' level used.
+pub fn install(verbosity: i16) {
     static LOGGER: StderrLogger = StderrLogger;
-    let level = match std::env::var("TUTTI_LOG") {
-        Ok(text) => text.parse::<LevelFilter>().unwrap_or_else(|_| {
-            let _ = writeln!(
-                std::io::stderr(),
-                "warning: TUTTI_LOG={text:?} is not a level (off, error, warn, info, debug, trace); using info"
-            );
-            LevelFilter::Info
-        }),
-        Err(_) => LevelFilter::Info,
+    let from_flags = match verbosity {
+        i16::MIN..=-2 => LevelFilter::Error,
+        -1 => LevelFilter::Warn,
+        0 => LevelFilter::Info,
+        1 => LevelFilter::Debug,
+        _ => LevelFilter::Trace,
     };
+    let level = ["TUTTI_LOG", "RUST_LOG"]
+        .iter()
+        .find_map(|name| std::env::var(name).ok().map(|text| (name, text)))
+        .map_or(from_flags, |(name, text)| {
+            text.trim().parse::<LevelFilter>().unwrap_or_else(|_| {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "warning: {name}={text:?} is not a level (off, error, warn, info, debug, trace); using {}",
+                    from_flags.as_str().to_lowercase()
+                );
+                from_flags
+            })
+        });
     if log::set_logger(&LOGGER).is_ok() {
         log::set_max_level(level);
     }

@@ -1,12 +1,18 @@
 //! `tutti`: list devices, run the demo, and run each workload from the command line.
+//!
+//! Exit status: 0 success, 1 the computation failed, 2 bad usage or bad input, 101 a bug
+//! (a panic); `--json` prints one JSON object on standard output. docs/cli.md has both.
 
 mod adjoint;
 mod demo;
 mod devices;
+mod failure;
 mod fit;
 mod fmm;
 mod logger;
 mod processes;
+mod progress;
+mod report;
 mod resources;
 mod sweep;
 
@@ -28,6 +34,19 @@ struct Cli {
         value_name = "auto|on|off"
     )]
     mpi: tutti_mpi::launch::MpiMode,
+    /// Print one JSON object on standard output instead of the text report: the inputs, the
+    /// results, the files written, the accuracy measured, timings, devices and versions
+    /// (docs/cli.md lists the fields). Text the report would have printed goes to standard
+    /// error or is left out.
+    #[arg(long, global = true)]
+    json: bool,
+    /// More log lines: -v debug, -vv trace (TUTTI_LOG or RUST_LOG, when set, decide
+    /// instead).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count, conflicts_with = "quiet")]
+    verbose: u8,
+    /// Fewer lines: -q warnings and errors only, and no progress; -qq errors only.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    quiet: u8,
     #[command(subcommand)]
     command: Command,
 }
@@ -52,27 +71,34 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    logger::install();
+    logger::install(i16::from(cli.verbose) - i16::from(cli.quiet));
+    progress::set_enabled(cli.quiet == 0);
     logger::install_panic_hook();
+    let json = cli.json;
     let outcome = processes::Processes::start(cli.mpi).and_then(|processes| {
         let alone = |what: &str| processes.refuse_spanning(what);
         match cli.command {
-            Command::Devices(args) => alone("tutti devices").and_then(|()| devices::run(&args)),
-            Command::Demo(args) => alone("tutti demo").and_then(|()| demo::run(&args)),
-            Command::Fmm(args) => fmm::run(&args, &processes),
-            Command::Sweep(args) => sweep::run(&args, &processes),
-            Command::Adjoint(args) => adjoint::run(&args, &processes),
-            Command::Fit(args) => fit::run(&args, &processes),
+            Command::Devices(args) => {
+                alone("tutti devices").and_then(|()| devices::run(&args, json))
+            }
+            Command::Demo(args) => alone("tutti demo").and_then(|()| demo::run(&args, json)),
+            Command::Fmm(args) => fmm::run(&args, &processes, json),
+            Command::Sweep(args) => sweep::run(&args, &processes, json),
+            Command::Adjoint(args) => adjoint::run(&args, &processes, json),
+            Command::Fit(args) => fit::run(&args, &processes, json),
             Command::Campaign(args) => {
-                alone("tutti campaign").and_then(|()| fit::run_campaign(&args))
+                alone("tutti campaign").and_then(|()| fit::run_campaign(&args, json))
             }
         }
     });
+    progress::finish();
+    // 0 success, 1 the computation failed, 2 bad usage or input (clap's code for a command
+    // line it cannot parse); a panic exits with 101.
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            eprintln!("error: {message}");
-            ExitCode::FAILURE
+        Err(failure) => {
+            eprintln!("error: {failure}");
+            ExitCode::from(failure.exit_code())
         }
     }
 }

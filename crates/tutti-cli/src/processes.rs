@@ -5,6 +5,8 @@ use tutti_backend::{GpuUse, Resources};
 use tutti_group::Group;
 use tutti_mpi::launch::{detect_here, wants_mpi, Launch, MpiMode};
 
+use crate::failure::Failure;
+
 /// This process's place in the run: alone, or one rank of an MPI job.
 pub struct Processes {
     launch: Option<Launch>,
@@ -13,9 +15,11 @@ pub struct Processes {
 }
 
 impl Processes {
-    /// Detects the launcher and, where `mode` says so, joins the MPI job.
-    pub fn start(mode: MpiMode) -> Result<Self, String> {
-        let launch = detect_here().map_err(|e| e.to_string())?;
+    /// Detects the launcher and, where `mode` says so, joins the MPI job. A launcher's
+    /// variables that make no sense, or MPI asked of a build without it, are input
+    /// failures; MPI failing to start is not.
+    pub fn start(mode: MpiMode) -> Result<Self, Failure> {
+        let launch = detect_here().map_err(|e| Failure::input(e.to_string()))?;
         if !wants_mpi(mode, launch.as_ref()) {
             return Ok(Self {
                 launch,
@@ -36,11 +40,11 @@ impl Processes {
             let started_by = launch
                 .as_ref()
                 .map_or_else(|| "--mpi on".to_string(), |l| l.launcher.to_string());
-            Err(format!(
+            Err(Failure::input(format!(
                 "{started_by} asks for MPI, but this tutti was built without it: build it with \
                  `cargo build --release -p tutti-cli --features mpi`, or pass `--mpi off` to \
                  run every process on its own"
-            ))
+            )))
         }
     }
 
@@ -73,7 +77,7 @@ impl Processes {
     /// the cores, host memory and GPUs ([`tutti_mpi::node_share`]); else every device
     /// `resources` selects, on the node share a launcher gives this process
     /// ([`tutti_mpi::launch_share`]) when it runs alone under one.
-    pub fn group(&self, resources: &Resources, gpu_use: GpuUse) -> Result<Group, String> {
+    pub fn group(&self, resources: &Resources, gpu_use: GpuUse) -> Result<Group, Failure> {
         #[cfg(feature = "mpi")]
         if let Some(world) = &self.world {
             // The processes of one node share its cores, memory and GPUs.
@@ -85,23 +89,26 @@ impl Processes {
             );
             let devices = resources
                 .select_for(gpu_use)
-                .map_err(|e| tell_others(world, e.to_string()))?;
+                .map_err(|e| tell_others(world, e.into()))?;
             if devices.len() > 1 && world.thread_level() < tutti_mpi::mpi::ThreadLevel::Serialized {
                 return Err(tell_others(
                     world,
-                    format!(
+                    Failure::input(format!(
                         "the flags select {} devices in each process, which needs MPI to \
                          provide MPI_THREAD_SERIALIZED, and this MPI provides {:?}: pass \
                          `--devices 1` and start more processes",
                         devices.len(),
                         world.thread_level()
-                    ),
+                    )),
                 ));
             }
             // Forming the group is collective: its errors reach every process alike.
-            return Group::spanning_devices(world.fabric(), devices).map_err(|e| e.to_string());
+            return Ok(Group::spanning_devices(world.fabric(), devices)?);
         }
-        Group::from_resources(&self.alone_share(resources), gpu_use).map_err(|e| e.to_string())
+        Ok(Group::from_resources(
+            &self.alone_share(resources),
+            gpu_use,
+        )?)
     }
 
     /// `resources` for a process that runs alone: its node share when a launcher started it
@@ -127,7 +134,7 @@ impl Processes {
         &self,
         resources: &Resources,
         gpu_use: GpuUse,
-    ) -> Result<Option<(Group, Resources)>, String> {
+    ) -> Result<Option<(Group, Resources)>, Failure> {
         #[cfg(feature = "mpi")]
         if let Some(world) = &self.world {
             let share = tutti_mpi::node_share(
@@ -138,12 +145,12 @@ impl Processes {
             );
             let device = share
                 .select_for(gpu_use)
-                .map_err(|e| e.to_string())
+                .map_err(Failure::from)
                 .and_then(|devices| {
                     devices
                         .into_iter()
                         .next()
-                        .ok_or_else(|| "the flags select no device in this process".to_string())
+                        .ok_or_else(|| Failure::input("the flags select no device in this process"))
                 })
                 .map_err(|e| tell_others(world, e))?;
             return Ok(Some((Group::spanning(world.fabric(), device), share)));
@@ -152,17 +159,18 @@ impl Processes {
         Ok(None)
     }
 
-    /// Refuses a subcommand that does not run across processes yet, when this is one.
-    pub fn refuse_spanning(&self, what: &str) -> Result<(), String> {
+    /// Refuses a subcommand that does not run across processes yet, when this is one (an
+    /// input failure: run it otherwise).
+    pub fn refuse_spanning(&self, what: &str) -> Result<(), Failure> {
         if self.spanning() {
             let launched = self
                 .launch
                 .as_ref()
                 .map_or_else(String::new, |l| format!(" (started by {})", l.launcher));
-            return Err(format!(
+            return Err(Failure::input(format!(
                 "{what} does not run across processes yet{launched}; run it as one process, or \
                  pass `--mpi off` to run every process on its own"
-            ));
+            )));
         }
         Ok(())
     }
@@ -172,10 +180,10 @@ impl Processes {
 /// collective (its flags select no device on its node, say) joins that collective's round as
 /// failed, so the others return with its message instead of waiting for it.
 #[cfg(feature = "mpi")]
-fn tell_others(world: &tutti_mpi::mpi::World, error: String) -> String {
+fn tell_others(world: &tutti_mpi::mpi::World, error: Failure) -> Failure {
     use tutti_group::Fabric;
     if let Ok(transport) = world.fabric().open() {
-        transport.abort_with(&error);
+        transport.abort_with(error.message());
     }
     error
 }

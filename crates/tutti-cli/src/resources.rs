@@ -32,6 +32,15 @@ pub struct DeviceArgs {
     pub scratch_limit_mib: Option<u64>,
 }
 
+/// `--kind` as written on the command line.
+pub fn kind_name(kind: KindRequest) -> &'static str {
+    match kind {
+        KindRequest::Cpu => "cpu",
+        KindRequest::Gpu => "gpu",
+        KindRequest::Auto => "auto",
+    }
+}
+
 /// MiB to bytes, saturating: a cap beyond any device is refused by the device selection
 /// with both numbers, not wrapped to a small one.
 fn mib(value: u64) -> u64 {
@@ -62,6 +71,19 @@ impl DeviceArgs {
             resources = resources.with_scratch_limit(mib(value));
         }
         resources
+    }
+
+    /// These flags as the `inputs.resources` object of `--json` (`null` where not given).
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "kind": kind_name(self.kind),
+            "devices": self.devices,
+            "ordinals": self.ordinals,
+            "device_memory_mib": self.device_memory_mib,
+            "host_memory_mib": self.host_memory_mib,
+            "scratch": self.scratch,
+            "scratch_limit_mib": self.scratch_limit_mib,
+        })
     }
 }
 
@@ -161,6 +183,17 @@ pub enum KernelsArg {
     Always,
     /// The host code on every rank.
     Never,
+}
+
+impl KernelsArg {
+    /// The value as written on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::Always => "always",
+            Self::Never => "never",
+        }
+    }
 }
 
 impl From<KernelsArg> for tutti_backend::Kernels {

@@ -1,16 +1,20 @@
 //! `tutti sweep`: compress the product of a stack of tensor trains by SRC.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Instant;
 
 use clap::Args;
+use serde_json::json;
 use tutti_sweep::{
     plan, src_on, write_train, Complex64, Layer, NpyTrain, Pass, Scalar, SrcOptions, SweepProgress,
 };
 
+use crate::failure::Failure;
 use crate::processes::Processes;
+use crate::report::{device_kind, print_json};
 use crate::resources::{DeviceArgs, KernelsArg};
+use tutti_backend::Progress;
 
 /// Options of `tutti sweep`.
 #[derive(Args)]
@@ -48,25 +52,53 @@ pub struct SweepArgs {
     devices: DeviceArgs,
 }
 
-pub fn run(args: &SweepArgs, processes: &Processes) -> Result<(), String> {
+pub fn run(args: &SweepArgs, processes: &Processes, json: bool) -> Result<(), Failure> {
+    let started = Instant::now();
     let trains = args
         .trains
         .iter()
         .map(NpyTrain::open)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| e.to_string())?;
+        .collect::<Result<Vec<_>, _>>()?;
+    let reporting = Reporting {
+        json,
+        started,
+        processes,
+    };
     if trains.iter().any(NpyTrain::is_complex) {
-        run_typed::<Complex64>(args, &trains, processes)
+        run_typed::<Complex64>(args, &trains, &reporting)
     } else {
-        run_typed::<f64>(args, &trains, processes)
+        run_typed::<f64>(args, &trains, &reporting)
     }
+}
+
+/// How and where a run reports.
+struct Reporting<'a> {
+    json: bool,
+    started: Instant,
+    processes: &'a Processes,
+}
+
+/// The `inputs` of `--json`: the trains and the options.
+fn inputs(args: &SweepArgs) -> serde_json::Value {
+    json!({
+        "trains": args.trains,
+        "chi": args.chi,
+        "oversample": args.oversample,
+        "cutoff": args.cutoff,
+        "seed": args.seed,
+        "out": args.out,
+        "plan": args.plan,
+        "kernels": args.kernels.name(),
+        "resources": args.devices.to_json(),
+    })
 }
 
 fn run_typed<T: Scalar>(
     args: &SweepArgs,
     trains: &[NpyTrain],
-    processes: &Processes,
-) -> Result<(), String> {
+    reporting: &Reporting<'_>,
+) -> Result<(), Failure> {
+    let processes = reporting.processes;
     let layers: Vec<&dyn Layer<T>> = trains.iter().map(|t| t as &dyn Layer<T>).collect();
     let options = SrcOptions::new(args.chi)
         .with_oversample(args.oversample)
@@ -76,37 +108,78 @@ fn run_typed<T: Scalar>(
         .with_resources(args.devices.resources());
     if args.plan {
         processes.refuse_spanning("tutti sweep --plan")?;
-        let plan = plan(&layers, &options).map_err(|e| e.to_string())?;
-        println!("{plan}");
+        let plan = plan(&layers, &options)?;
+        if reporting.json {
+            let fields = json!({
+                "inputs": inputs(args),
+                "scalar": T::NAME,
+                "plan": plan.to_string(),
+            });
+            print_json("sweep", reporting.started, fields);
+        } else {
+            println!("{plan}");
+        }
         return Ok(());
     }
     let Some(out) = &args.out else {
-        return Err("`--out DIR` is needed unless `--plan` is given".into());
+        return Err(Failure::input(
+            "`--out DIR` is needed unless `--plan` is given",
+        ));
     };
-    let progress = Arc::new(|p: SweepProgress| {
-        let pass = match p.pass {
-            Pass::Sketch => "sketch (left to right)",
-            Pass::Orthogonalize => "orthogonalize (right to left)",
-        };
-        // The sketch pass visits sites 0..n-2; the orthogonalization pass n-1 down to 0.
-        let (done, total) = match p.pass {
-            Pass::Sketch => (p.site + 1, p.sites - 1),
-            Pass::Orthogonalize => (p.sites - p.site, p.sites),
-        };
-        eprint!("\rsweep: {pass:<30} site {done:>4}/{total:<4}");
-        let _ = std::io::stderr().flush();
-    });
-    let options = options.with_progress(progress);
+    let options = match crate::progress::reporter(processes.prints()) {
+        Some(report) => options.with_progress(Arc::new(move |p: SweepProgress| {
+            // The sketch pass visits sites 0..n-2; the orthogonalization pass n-1 down to 0.
+            let (stage, done, total) = match p.pass {
+                Pass::Sketch => (
+                    "sketch (left to right)",
+                    p.site + 1,
+                    p.sites.saturating_sub(1),
+                ),
+                Pass::Orthogonalize => ("orthogonalize (right to left)", p.sites - p.site, p.sites),
+            };
+            report.report(&Progress {
+                task: "sweep",
+                stage,
+                done: done as u64,
+                total: total as u64,
+                value: None,
+            });
+        })),
+        None => options,
+    };
     // Over MPI every process reads the trains and sweeps its block of sketch columns; rank
     // 0 (the only one that reports progress) writes the result and prints.
     let group = processes.group(&options.resources, tutti_sweep::GPU_USE)?;
     let outcome = src_on(&group, &layers, &options);
     if !processes.prints() {
-        return outcome.map(|_| ()).map_err(|e| e.to_string());
+        return Ok(outcome.map(|_| ())?);
     }
-    eprintln!();
-    let (train, info) = outcome.map_err(|e| e.to_string())?;
-    write_train(&train, out).map_err(|e| e.to_string())?;
+    let (train, info) = outcome?;
+    let wrote = Instant::now();
+    write_train(&train, out).map_err(|e| Failure::from(e).in_output())?;
+    if reporting.json {
+        let fields = json!({
+            "inputs": inputs(args),
+            "scalar": T::NAME,
+            "trains": trains.len(),
+            "sites": train.len(),
+            "processes": processes.size(),
+            "devices": info.devices,
+            "device_kind": device_kind(group.devices()),
+            "sketch_width": info.sketch_width,
+            "exact_fallback": info.exact_fallback,
+            "bonds": info.bonds,
+            "norm": info.norm,
+            "truncated_weight": info.truncated_weight,
+            "outputs": { "train": out },
+            "timings": {
+                "sweep": info.seconds,
+                "write": wrote.elapsed().as_secs_f64(),
+            },
+        });
+        print_json("sweep", reporting.started, fields);
+        return Ok(());
+    }
     println!(
         "sweep: {} trains x {} sites ({}), chi {} (sketch width {}), {} device(s){}",
         trains.len(),
@@ -199,7 +272,7 @@ mod tests {
             "--out",
             out.to_str().unwrap(),
         ];
-        run(&Wrapper::parse_from(argv).args, &alone()).unwrap();
+        run(&Wrapper::parse_from(argv).args, &alone(), false).unwrap();
         let written: TensorTrain<f64> = read_train(&out).unwrap();
         // The library on one device: two agree with it to rounding.
         let options = SrcOptions::new(5)
@@ -221,8 +294,9 @@ mod tests {
             "--out",
             bad_dir.to_str().unwrap(),
         ];
-        let err = run(&Wrapper::parse_from(argv).args, &alone()).unwrap_err();
-        assert!(err.contains("number, not a train"), "{err}");
+        let err = run(&Wrapper::parse_from(argv).args, &alone(), false).unwrap_err();
+        assert!(err.message().contains("number, not a train"), "{err}");
+        assert_eq!(err.exit_code(), 2, "a bad stack is bad input");
 
         // --plan: the table, nothing written, exit 0; a cap too small: refused with the
         // numbers. psi of bond 96 at chi 64: some MiB of work buffers per device.
@@ -253,18 +327,31 @@ mod tests {
             }
             argv
         };
-        run(&Wrapper::parse_from(plan_argv(None)).args, &alone()).unwrap();
+        run(&Wrapper::parse_from(plan_argv(None)).args, &alone(), false).unwrap();
         assert!(!planned.exists(), "--plan writes nothing");
-        let err = run(&Wrapper::parse_from(plan_argv(Some("1"))).args, &alone()).unwrap_err();
+        let err = run(
+            &Wrapper::parse_from(plan_argv(Some("1"))).args,
+            &alone(),
+            false,
+        )
+        .unwrap_err();
+        let message = err.message();
         assert!(
-            err.contains("memory plan") && err.contains("needs") && err.contains("free"),
+            message.contains("memory plan")
+                && message.contains("needs")
+                && message.contains("free"),
             "{err}"
+        );
+        assert_eq!(
+            err.exit_code(),
+            2,
+            "a plan that does not fit the caps is refused as input"
         );
         // The same refusal without --plan, before any work.
         let mut argv = plan_argv(Some("1"));
         argv.retain(|a| a != "--plan");
-        let err = run(&Wrapper::parse_from(argv).args, &alone()).unwrap_err();
-        assert!(err.contains("memory plan"), "{err}");
+        let err = run(&Wrapper::parse_from(argv).args, &alone(), false).unwrap_err();
+        assert!(err.message().contains("memory plan"), "{err}");
         assert!(!planned.exists());
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -58,10 +58,13 @@ fn json_lines(output: &Output) -> Vec<Value> {
         .collect()
 }
 
-/// The report without its timing, which is all that may differ.
+/// The report without what may differ between processes and threads: its timings, the
+/// flags it was given (devices per process) and the process count.
 fn without_seconds(mut report: Value) -> Value {
     if let Some(map) = report.as_object_mut() {
-        map.remove("seconds");
+        for key in ["seconds", "timings", "inputs", "processes"] {
+            map.remove(key);
+        }
     }
     report
 }

@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use faer::MatMut;
 use rayon::prelude::*;
-use tutti_backend::{Device, Resources};
+use tutti_backend::{Device, Progress, ProgressFn, Resources};
 use tutti_group::{Comm, Group};
 use tutti_plan::{ObjectSpec, Plan, Planner, Tier};
 
@@ -41,11 +41,12 @@ pub struct FitOptions {
     /// Move experiments between ranks between iterations by their costs. `None` (the
     /// default) balances when some rank holds several experiments. Never changes results.
     pub balance_steps: Option<bool>,
-    /// Report one line per iteration (cost, trial cost, damping, accepted or rejected) through
-    /// the `log` facade at info level, target `tutti_fit::solver`; default false. The library
-    /// never prints: the `tutti` CLI installs a logger that writes these lines to stderr, and
-    /// a program sees them with any `log` logger of its own.
-    pub progress: bool,
+    /// Called by rank 0 after each iteration: task `"fit"`, stage `"iteration"`, `done` the
+    /// iteration, `total` the limit, `value` the cost of the parameters kept. Default `None`.
+    /// Each iteration is also logged (cost, trial cost, damping, accepted or rejected)
+    /// through the `log` facade at debug level, target `tutti_fit::solver`: the library never
+    /// prints.
+    pub progress: Option<ProgressFn>,
     /// Where the fit runs: the experiments are split over the devices these resources select
     /// (one rank per device, a data axis over all of them), and the memory caps bound the
     /// fit's buffers (see [`plan`]). Default [`Resources::default`]: every GPU, else one
@@ -62,7 +63,7 @@ impl Default for FitOptions {
             cost_tolerance: 1e-14,
             initial_damping: 1e-3,
             balance_steps: None,
-            progress: false,
+            progress: None,
             resources: Resources::default(),
         }
     }
@@ -81,9 +82,9 @@ impl FitOptions {
         self
     }
 
-    /// These options with per-iteration progress reports (see [`FitOptions::progress`]).
-    pub fn with_progress(mut self, progress: bool) -> Self {
-        self.progress = progress;
+    /// These options with a progress callback (see [`FitOptions::progress`]).
+    pub fn with_progress(mut self, progress: ProgressFn) -> Self {
+        self.progress = Some(progress);
         self
     }
 
@@ -657,12 +658,26 @@ fn solve<E: Experiment>(
         } else {
             -1.0
         };
-        if options.progress && comm.rank() == 0 {
-            log::info!(
+        if comm.rank() == 0 {
+            log::debug!(
                 "fit: iteration {iterations:>3}  cost {:.6e}  trial {:.6e}  damping {damping:.2e}  {}",
                 current.cost,
                 trial.cost,
                 if ratio > 0.0 { "accepted" } else { "rejected" }
+            );
+            tutti_backend::progress::report(
+                options.progress.as_ref(),
+                Progress {
+                    task: "fit",
+                    stage: "iteration",
+                    done: iterations as u64,
+                    total: options.max_iterations as u64,
+                    value: Some(if ratio > 0.0 {
+                        trial.cost
+                    } else {
+                        current.cost
+                    }),
+                },
             );
         }
         if ratio > 0.0 {

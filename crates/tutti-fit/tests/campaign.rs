@@ -307,3 +307,45 @@ fn a_campaign_killed_mid_run_resumes_without_losing_or_duplicating() {
         assert!(executions.lines().any(|l| l == item.task_id));
     }
 }
+
+/// Progress counts this run's pending tasks: every task once, `done` rising to `total`,
+/// over two device groups; a resumed run with one task left reports 1 of 1.
+#[test]
+fn progress_reports_each_pending_task_once() {
+    use std::sync::{Arc, Mutex};
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = ledger_in(&dir);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&seen);
+    let progress = tutti_backend::ProgressFn::new(move |p| {
+        assert_eq!(p.task, "campaign");
+        sink.lock()
+            .unwrap()
+            .push((p.stage.to_owned(), p.done, p.total));
+    });
+    let groups = resource_groups(&Resources::cpu(2), &[1, 1]).unwrap();
+    let options = CampaignOptions::default()
+        .with_execution(Execution::Groups(groups))
+        .with_progress(progress);
+    let fail_once = AtomicUsize::new(0);
+    let task = |input: &u64, context: &TaskContext<'_>| {
+        if context.task_id == "task-003" && fail_once.fetch_add(1, Ordering::SeqCst) == 0 {
+            return Err("the first try of task-003 fails".to_string());
+        }
+        Ok(square(input))
+    };
+    let items = items(6);
+    checkpointed_map(task, &items, &ledger, &options).unwrap();
+    let mut first = seen.lock().unwrap().clone();
+    let done: Vec<u64> = first.iter().map(|(_, done, _)| *done).collect();
+    assert_eq!(done, (1..=6).collect::<Vec<_>>());
+    assert!(first.iter().all(|(_, _, total)| *total == 6));
+    first.sort();
+    let ids: Vec<String> = first.into_iter().map(|(id, _, _)| id).collect();
+    let expected: Vec<String> = items.iter().map(|item| item.task_id.clone()).collect();
+    assert_eq!(ids, expected);
+
+    seen.lock().unwrap().clear();
+    checkpointed_map(task, &items, &ledger, &options).unwrap();
+    assert_eq!(*seen.lock().unwrap(), vec![("task-003".to_owned(), 1, 1)]);
+}

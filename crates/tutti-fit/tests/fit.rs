@@ -366,12 +366,26 @@ fn residual_counts_no_buffer_can_hold_are_refused_before_allocating() {
 }
 
 #[test]
-fn progress_reports_go_to_the_log_facade() {
-    // With `progress` the fit runs as without it (it used to write to stderr from the
-    // library; now nothing is printed unless the program installs a logger).
-    let options = FitOptions::default().with_progress(true);
+fn progress_reports_each_iteration_with_the_cost_kept() {
+    // The callback hears iterations 1..=report.iterations in order, from rank 0 alone, the
+    // cost never rises, the last is the report's, and the fit runs as without it.
+    use std::sync::{Arc, Mutex};
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&seen);
+    let progress = tutti_backend::ProgressFn::new(move |p| {
+        assert_eq!((p.task, p.stage), ("fit", "iteration"));
+        sink.lock().unwrap().push((p.done, p.value.unwrap()));
+    });
+    let quiet = fit(&[Rosenbrock], &[-1.2, 1.0], &cpu(2, &FitOptions::default())).unwrap();
+    let options = FitOptions::default().with_progress(progress);
     let report = fit(&[Rosenbrock], &[-1.2, 1.0], &cpu(2, &options)).unwrap();
     assert!(report.converged(), "{:?}", report.termination);
+    assert_eq!(report.parameters, quiet.parameters);
+    let seen = seen.lock().unwrap();
+    let done: Vec<u64> = seen.iter().map(|(done, _)| *done).collect();
+    assert_eq!(done, (1..=report.iterations as u64).collect::<Vec<_>>());
+    assert!(seen.windows(2).all(|w| w[1].1 <= w[0].1), "{seen:?}");
+    assert_eq!(seen.last().unwrap().1, report.cost);
 }
 
 #[test]

@@ -9,7 +9,7 @@
 use std::ops::Range;
 
 use rayon::prelude::*;
-use tutti_backend::Kernels;
+use tutti_backend::{Kernels, Progress, ProgressFn};
 use tutti_group::{Comm, CommError};
 
 use crate::basis::Basis;
@@ -40,6 +40,31 @@ pub(crate) struct Shared<'a> {
     pub kernels: Kernels,
     /// Whether GPU kernels may fuse multiply-adds.
     pub fma: bool,
+    /// Where rank 0 reports the phases it finishes.
+    pub progress: Option<&'a ProgressFn>,
+}
+
+impl Shared<'_> {
+    /// Reports phase `PHASES[index]` done, on rank 0 only.
+    pub fn phase_done(&self, rank: usize, index: usize) {
+        if rank == 0 {
+            report_phase(self.progress, index);
+        }
+    }
+}
+
+/// Reports phase `PHASES[index]` done.
+pub(crate) fn report_phase(progress: Option<&ProgressFn>, index: usize) {
+    tutti_backend::progress::report(
+        progress,
+        Progress {
+            task: "fmm",
+            stage: crate::PHASES[index],
+            done: index as u64 + 1,
+            total: crate::PHASES.len() as u64,
+            value: None,
+        },
+    );
 }
 
 /// A rank's results: the fields of the sorted bodies `bodies`.
@@ -127,16 +152,20 @@ pub(crate) fn run_rank(comm: &Comm<'_>, shared: &Shared<'_>) -> Result<RankOutpu
     let mut multipoles = pool.install(|| upward_owned(shared, me));
     let exchanged = exchange(comm, shared, &mut multipoles)?;
     let device = comm.device();
+
     let kernels = KernelModules::for_rank(shared.kernels, device, shared.fma);
     let (bodies, fields, m2l_chunks, p2p_chunks) = pool.install(|| {
         upward_shared(shared, &mut multipoles);
+        shared.phase_done(me, 1);
         let m2l = kernels.map(|k| (device, k.m2l));
         let (locals, m2l_chunks) = far_field(shared, me, &multipoles, m2l)?;
-        match kernels {
+        shared.phase_done(me, 2);
+        let near = match kernels {
             None => near_field(shared, me, &locals),
             Some(k) => near_field_on_device(shared, me, &locals, device, k.p2p),
-        }
-        .map(|(bodies, fields, p2p_chunks)| (bodies, fields, m2l_chunks, p2p_chunks))
+        };
+        shared.phase_done(me, 3);
+        near.map(|(bodies, fields, p2p_chunks)| (bodies, fields, m2l_chunks, p2p_chunks))
     })?;
     Ok(RankOutput {
         bodies,

@@ -44,6 +44,11 @@
 /// explicit GPU request still opens the GPUs (their ranks compute on the host).
 pub const GPU_USE: tutti_backend::GpuUse = tutti_backend::GpuUse::HostOnly;
 
+/// The phases an evaluation reports to [`FmmOptions::progress`], in order: the tree and
+/// interaction lists; P2M and M2M with the multipole exchange; M2L and L2L; L2P and P2P;
+/// the fields gathered in input order.
+pub const PHASES: [&str; 5] = ["tree", "upward", "far field", "near field", "gather"];
+
 mod basis;
 mod direct;
 mod error;
@@ -63,6 +68,8 @@ mod tree;
 
 pub use direct::{direct, direct_sum, relative_l2, sampled_error, SampledError};
 pub use error::FmmError;
-pub use options::{FmmOptions, Precision, MAX_DEPTH, MAX_ORDER};
+pub use options::{
+    order_for_accuracy, FmmOptions, Precision, MAX_DEPTH, MAX_ORDER, MEASURED_ACCURACY,
+};
 pub use solve::{fmm, fmm_on, plan, FmmInfo, FmmOutput};
-pub use tutti_backend::Kernels;
+pub use tutti_backend::{Kernels, Progress, ProgressFn};

@@ -1,6 +1,6 @@
 //! Options of an evaluation, with documented defaults, and their validation.
 
-use tutti_backend::{Device, KernelModule, Kernels, Resources};
+use tutti_backend::{Device, KernelModule, Kernels, ProgressFn, Resources};
 
 use crate::gpu::{M2L_MODULE, M2L_MODULE_FMAD, P2P_MODULE, P2P_MODULE_FMAD};
 use crate::FmmError;
@@ -50,6 +50,49 @@ impl KernelModules {
     }
 }
 
+/// The measured accuracy of each order at the default theta (0.5): the largest relative L2
+/// acceleration error over the three committed distributions of `docs/fmm.md` (uniform
+/// cube, Plummer sphere, thin disk, 10^4 bodies each, against their exact sums), which is
+/// the Plummer sphere's at every order. Potentials are 5 to 40 times more accurate.
+pub const MEASURED_ACCURACY: [(usize, f64); 9] = [
+    (2, 1.23e-2),
+    (3, 2.62e-3),
+    (4, 6.78e-4),
+    (5, 2.02e-4),
+    (6, 6.58e-5),
+    (7, 2.27e-5),
+    (8, 7.84e-6),
+    (9, 2.70e-6),
+    (10, 8.53e-7),
+];
+
+/// The lowest order whose measured error ([`MEASURED_ACCURACY`], theta 0.5) is at most
+/// `eps`, with that measured error: how a requested accuracy becomes options
+/// ([`FmmOptions::for_accuracy`]).
+///
+/// Errors: [`FmmError::InvalidArgument`] for `eps` not finite and positive, or below the
+/// best measured accuracy (8.53e-7 at order 10): ask for an order and theta instead.
+pub fn order_for_accuracy(eps: f64) -> Result<(usize, f64), FmmError> {
+    let best = MEASURED_ACCURACY[MEASURED_ACCURACY.len() - 1].1;
+    if !(eps.is_finite() && eps > 0.0) {
+        return Err(FmmError::invalid("eps", "a finite relative error > 0", eps));
+    }
+    MEASURED_ACCURACY
+        .iter()
+        .find(|(_, error)| *error <= eps)
+        .copied()
+        .ok_or_else(|| {
+            FmmError::invalid(
+                "eps",
+                format!(
+                    "a relative error >= {best:e}, the best measured (order 10, theta 0.5); \
+                     for more, set the order (up to {MAX_ORDER}) and a smaller theta"
+                ),
+                eps,
+            )
+        })
+}
+
 /// Options of an FMM evaluation. `FmmOptions::default()` reaches a relative L2 error below
 /// 1e-4 on accelerations and potentials for uniform, Plummer and thin-disk bodies
 /// (see `docs/fmm.md`).
@@ -94,6 +137,9 @@ pub struct FmmOptions {
     /// scratch space. Default [`Resources::default`]: every GPU, else one simulated device
     /// using all cores.
     pub resources: Resources,
+    /// Called after each phase ([`PHASES`](crate::PHASES): task `"fmm"`, `done` of 5) by
+    /// the process holding rank 0. Default `None`.
+    pub progress: Option<ProgressFn>,
 }
 
 impl Default for FmmOptions {
@@ -110,11 +156,25 @@ impl Default for FmmOptions {
             kernels: Kernels::Auto,
             fused_multiply_add: true,
             resources: Resources::default(),
+            progress: None,
         }
     }
 }
 
 impl FmmOptions {
+    /// The defaults with the order chosen for a requested relative L2 error `eps` on
+    /// accelerations ([`order_for_accuracy`]; theta stays 0.5).
+    pub fn for_accuracy(eps: f64) -> Result<Self, FmmError> {
+        let (order, _) = order_for_accuracy(eps)?;
+        Ok(Self::default().with_order(order))
+    }
+
+    /// Sets the progress callback (see [`FmmOptions::progress`]).
+    pub fn with_progress(mut self, progress: ProgressFn) -> Self {
+        self.progress = Some(progress);
+        self
+    }
+
     /// Sets the expansion order p.
     pub fn with_order(mut self, order: usize) -> Self {
         self.order = order;

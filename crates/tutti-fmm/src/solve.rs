@@ -7,7 +7,7 @@ use tutti_group::{CommError, Group};
 use tutti_plan::{largest_chunk, Budget, Plan, Planner};
 
 use crate::basis::Basis;
-use crate::evaluate::{gather_outputs, run_rank, RankOutput, Shared};
+use crate::evaluate::{gather_outputs, report_phase, run_rank, RankOutput, Shared};
 use crate::memory::{plan_memory, Footprint};
 use crate::operators::LANES;
 use crate::options::{validate_bodies, FmmOptions, Precision};
@@ -156,6 +156,10 @@ pub fn fmm_on(
         partition,
     } = Setup::build(positions, masses, options, ranks);
     let setup_seconds = setup.elapsed().as_secs_f64();
+    let reports = group.local_ranks().start == 0;
+    if reports {
+        report_phase(options.progress.as_ref(), 0);
+    }
     let footprint = Footprint {
         tree: &tree,
         lists: &lists,
@@ -194,6 +198,7 @@ pub fn fmm_on(
         p2p_chunk,
         kernels: options.kernels,
         fma: options.fused_multiply_add,
+        progress: options.progress.as_ref(),
     };
     let start = Instant::now();
     let outputs: Vec<RankOutput> = if group.is_spanning() {
@@ -235,6 +240,9 @@ pub fn fmm_on(
         setup_seconds,
         evaluate_seconds,
     };
+    if reports {
+        report_phase(options.progress.as_ref(), 4);
+    }
     Ok(FmmOutput {
         potential,
         accel,

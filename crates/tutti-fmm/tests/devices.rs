@@ -279,3 +279,30 @@ fn a_device_cap_too_small_is_refused_with_the_numbers_and_a_fitting_one_runs() {
     assert_eq!(capped_out.accel, plain.accel);
     assert_eq!(capped_out.potential, plain.potential);
 }
+
+/// The progress callback hears each phase once, in order, from rank 0 alone, whatever the
+/// device count; the callback changes nothing in the output.
+#[test]
+fn progress_reports_every_phase_once_in_order() {
+    use std::sync::{Arc, Mutex};
+    let (positions, masses) = common::uniform(3000, 11);
+    for devices in [1, 3] {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&seen);
+        let progress = tutti_fmm::ProgressFn::new(move |p| {
+            sink.lock()
+                .unwrap()
+                .push((p.task.to_owned(), p.stage.to_owned(), p.done, p.total));
+        });
+        let options = FmmOptions::default().with_resources(Resources::cpu(devices));
+        let quiet = fmm(&positions, &masses, &options).unwrap();
+        let reported = fmm(&positions, &masses, &options.with_progress(progress)).unwrap();
+        assert_eq!(quiet.accel, reported.accel);
+        let expected: Vec<_> = tutti_fmm::PHASES
+            .iter()
+            .enumerate()
+            .map(|(i, stage)| ("fmm".to_owned(), stage.to_string(), i as u64 + 1, 5))
+            .collect();
+        assert_eq!(*seen.lock().unwrap(), expected, "{devices} device(s)");
+    }
+}

@@ -8,7 +8,7 @@ use std::sync::Mutex;
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use tutti_backend::Resources;
+use tutti_backend::{Progress, ProgressFn, Resources};
 
 use tutti_group::Group;
 
@@ -74,9 +74,11 @@ pub struct CampaignOptions {
     pub resume: bool,
     /// Where tasks run (default [`Execution::Serial`]).
     pub execution: Execution,
-    /// Report one line per finished task through the [`log`] facade, at level `info`
-    /// (default false); the library itself never prints, the application's logger decides.
-    pub progress: bool,
+    /// Called as each task of this run finishes (accepted or failed), by the process that
+    /// keeps the ledger: task `"campaign"`, stage the task's id, `done` of `total` the tasks
+    /// this run had pending (tasks the ledger already held do not count). Default `None`.
+    /// Each finished task is also logged through the [`log`] facade at level `debug`.
+    pub progress: Option<ProgressFn>,
 }
 
 impl Default for CampaignOptions {
@@ -84,7 +86,7 @@ impl Default for CampaignOptions {
         Self {
             resume: true,
             execution: Execution::Serial,
-            progress: false,
+            progress: None,
         }
     }
 }
@@ -102,9 +104,9 @@ impl CampaignOptions {
         self
     }
 
-    /// These options with `progress` set.
-    pub fn with_progress(mut self, progress: bool) -> Self {
-        self.progress = progress;
+    /// These options with a progress callback (see [`CampaignOptions::progress`]).
+    pub fn with_progress(mut self, progress: ProgressFn) -> Self {
+        self.progress = Some(progress);
         self
     }
 }
@@ -203,6 +205,7 @@ where
     let first_error: Mutex<Option<FitError>> = Mutex::new(None);
     let stop = AtomicBool::new(false);
     let next = AtomicUsize::new(0);
+    let finished = AtomicUsize::new(0);
     let run_one = |resources: &Resources| loop {
         if stop.load(Ordering::SeqCst) {
             return;
@@ -211,7 +214,8 @@ where
             return;
         };
         let record = run_task(&task, &items[i], &hashes[i], attempt, resources);
-        report_progress(options, &record);
+        let done = finished.fetch_add(1, Ordering::SeqCst) + 1;
+        report_progress(options, &record, done, pending.len());
         let mut guard = ledger.lock().unwrap_or_else(|poison| poison.into_inner());
         if let Err(err) = guard.record(record) {
             stop.store(true, Ordering::SeqCst);
@@ -358,19 +362,28 @@ where
     }
 }
 
-/// One `info` line for a finished task, when the options ask for progress.
-fn report_progress(options: &CampaignOptions, record: &TaskRecord) {
-    if options.progress {
-        log::info!(
-            "campaign: task '{}' {} (attempt {})",
-            record.task_id,
-            match record.status {
-                TaskStatus::Accepted => "accepted",
-                TaskStatus::Failed => "failed",
-            },
-            record.attempts
-        );
-    }
+/// Reports a finished task, the `done`-th of `total` pending: a `debug` log line, and the
+/// options' callback.
+fn report_progress(options: &CampaignOptions, record: &TaskRecord, done: usize, total: usize) {
+    log::debug!(
+        "campaign: task '{}' {} (attempt {})",
+        record.task_id,
+        match record.status {
+            TaskStatus::Accepted => "accepted",
+            TaskStatus::Failed => "failed",
+        },
+        record.attempts
+    );
+    tutti_backend::progress::report(
+        options.progress.as_ref(),
+        Progress {
+            task: "campaign",
+            stage: &record.task_id,
+            done: done as u64,
+            total: total as u64,
+            value: None,
+        },
+    );
 }
 
 /// The outcome from the ledger records of the items, in item order, after `ran` tasks ran.

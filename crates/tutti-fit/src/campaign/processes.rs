@@ -81,6 +81,7 @@ where
 
         let total: usize = slots.iter().sum();
         let first: usize = slots[..comm.rank()].iter().sum();
+        let mut finished = 0;
         for round in pending.chunks(total) {
             let mine = clip(first..first + local.len(), round.len());
             let records = run_round(task, items, hashes, &round[mine], local);
@@ -94,7 +95,8 @@ where
                 let theirs = clip(start..start + slots[rank], round.len());
                 start += slots[rank];
                 for record in received(block, rank, &round[theirs], items)? {
-                    report_progress(options, &record);
+                    finished += 1;
+                    report_progress(options, &record, finished, pending.len());
                     ledger.record(record)?;
                 }
             }

@@ -77,6 +77,7 @@ fn check_twin_matches_near_field(
         p2p_chunk,
         kernels: crate::Kernels::Never,
         fma: false,
+        progress: None,
     };
     let (tree, basis, t) = (&setup.tree, &setup.basis, setup.basis.len());
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
