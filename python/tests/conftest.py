@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
+# The tests import the installed package (`pip install ./python`; CI installs the wheel into
+# a fresh virtualenv and runs them from outside the checkout), or the checkout's when
+# PYTHONPATH names python/ and TUTTI_LIB a built library.
 REPO = Path(__file__).resolve().parents[2]
-
-# The package lives in python/; `cargo xtask ffi-test` also sets PYTHONPATH.
-if str(REPO / "python") not in sys.path:
-    sys.path.insert(0, str(REPO / "python"))
 
 
 @pytest.fixture(scope="session")

@@ -117,3 +117,54 @@ def test_rhf_structs_match_the_header(header: str) -> None:
     assert header_struct_fields(header, "TuttiRhfResult") == [
         name for name, _ in tutti._CRhfResult._fields_
     ]
+
+
+# The same water as PySCF writes it (`Mole.atom`), and in bohr as the reference files hold it.
+WATER_PYSCF = "O 0 0 0; H 0 0.7569503272636612 0.585882276618295; H 0 -0.7569503272636612 0.585882276618295"
+WATER_BOHR = [
+    (8, (0.0, 0.0, 0.0)),
+    (1, (0.0, 1.4304288084282137, 1.107157044045246)),
+    (1, (0.0, -1.4304288084282137, 1.107157044045246)),
+]
+
+
+def test_pyscf_style_molecules_give_the_xyz_energy(tmp_path) -> None:
+    basis = tmp_path / "pyscf-sto3g.nw"
+    basis.write_text(PYSCF_STO3G_NWCHEM)
+    reference = tutti.rhf_energy(WATER, str(basis)).energy
+    as_list = [("O", (0, 0, 0)), ["H1", 0, 0.7569503272636612, 0.585882276618295],
+               ("h", [0, -0.7569503272636612, 0.585882276618295])]
+    forms = [
+        (WATER_PYSCF, "angstrom"),
+        (WATER_PYSCF.replace("; ", "\n"), "A"),
+        (as_list, "Angstrom"),
+        (WATER_BOHR, "bohr"),
+        ("8 0 0 0; 1 0 1.4304288084282137 1.107157044045246; 1 0 -1.4304288084282137 1.107157044045246", "AU"),
+    ]
+    for molecule, unit in forms:
+        energy = tutti.rhf_energy(molecule, str(basis), unit=unit).energy
+        # The same coordinates to the last bit or one rounding (bohr given vs converted):
+        # the SCF converges to 1e-10 Eh, and equal inputs give equal energies far below it.
+        assert energy == pytest.approx(reference, abs=1e-10), (molecule, unit)
+    assert reference == pytest.approx(PYSCF_STO3G, abs=1e-8)
+    gradient = tutti.rhf_gradient(WATER_BOHR, str(basis), unit="bohr")
+    assert gradient.energy == pytest.approx(reference, abs=1e-9)
+    direct = tutti.rhf_gradient(WATER, str(basis))
+    assert abs(gradient.flat() - direct.flat()).max() <= 1e-8
+
+
+@pytest.mark.parametrize(
+    "molecule, unit, match",
+    [
+        ("O 0 0 0; H 0 0 1; Xx 0 0 2", "angstrom", "unknown element"),
+        ("O 0 0; H 0 0 1", "angstrom", "symbol x y z"),
+        ([("O", (0, 0))], "angstrom", "three coordinates"),
+        ([(0, (0, 0, 0))], "angstrom", "outside"),
+        ("O 0 0 0", "furlong", "unit"),
+        (WATER, "bohr", "Angstrom by its format"),
+        ("", "angstrom", "no atoms"),
+    ],
+)
+def test_bad_molecules_raise_invalid_argument(molecule, unit, match) -> None:
+    with pytest.raises(tutti.InvalidArgumentError, match=match):
+        tutti.rhf_energy(molecule, "sto-3g", unit=unit)

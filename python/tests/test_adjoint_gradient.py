@@ -159,19 +159,19 @@ def test_h2_sto3g_matches_pyscf_finite_differences(pyscf_sto3g: str, tmp_path) -
 
 def test_errors_raise_with_status_and_message(pyscf_sto3g: str, tmp_path) -> None:
     cases = [
-        (dict(xyz=WATER, basis="no-such-basis"), tutti.Status.ERROR_INVALID_ARGUMENT,
+        (dict(molecule=WATER, basis="no-such-basis"), tutti.Status.ERROR_INVALID_ARGUMENT,
          "unknown basis set `no-such-basis`"),
-        (dict(xyz="1\n\nH 0 0 0\n", basis="sto-3g"), tutti.Status.ERROR_INVALID_ARGUMENT,
+        (dict(molecule="1\n\nH 0 0 0\n", basis="sto-3g"), tutti.Status.ERROR_INVALID_ARGUMENT,
          "even"),
-        (dict(xyz="1\n\nXx 0 0 0\n", basis="sto-3g"), tutti.Status.ERROR_INVALID_ARGUMENT,
+        (dict(molecule="1\n\nXx 0 0 0\n", basis="sto-3g"), tutti.Status.ERROR_INVALID_ARGUMENT,
          "`Xx`"),
-        (dict(xyz=WATER, basis=str(tmp_path / "missing" / "basis.nw")), tutti.Status.ERROR_IO,
+        (dict(molecule=WATER, basis=str(tmp_path / "missing" / "basis.nw")), tutti.Status.ERROR_IO,
          "basis.nw"),
-        (dict(xyz=WATER, basis="sto-3g", max_iterations=2), tutti.Status.ERROR_NOT_CONVERGED,
+        (dict(molecule=WATER, basis="sto-3g", max_iterations=2), tutti.Status.ERROR_NOT_CONVERGED,
          "did not converge in 2 iterations"),
-        (dict(xyz=WATER, basis="sto-3g", resources=tutti.Resources(kind="cpu", ordinals=(100000,))),
+        (dict(molecule=WATER, basis="sto-3g", resources=tutti.Resources(kind="cpu", ordinals=(100000,))),
          tutti.Status.ERROR_INVALID_ARGUMENT, "100000"),
-        (dict(xyz=WATER, basis="sto-3g", resources=cpu(2, device_memory_mib=1 / 1024)),
+        (dict(molecule=WATER, basis="sto-3g", resources=cpu(2, device_memory_mib=1 / 1024)),
          tutti.Status.ERROR_OUT_OF_MEMORY, "memory plan"),
     ]  # fmt: skip
     for kwargs, status, words in cases:

@@ -121,3 +121,23 @@ def test_bad_input_raises_naming_the_argument(bodies) -> None:
 def test_python_fmm_options_layout_matches_the_header(header: str) -> None:
     fields = [name for name, _ in tutti._CFmmOptions._fields_]
     assert header_struct_fields(header, "TuttiFmmOptions") == fields
+
+
+def test_eps_picks_an_order_that_meets_it(bodies) -> None:
+    # The flattened Gaussian cloud is not one of the table's cases: meeting eps here says the
+    # measured table transfers to another distribution.
+    positions, masses = bodies
+    exact_potential, exact_accel = numpy_direct(positions, masses)
+    for eps in (1e-3, 1e-5, 1e-6):
+        order, measured = tutti.order_for_accuracy(eps)
+        assert measured <= eps and 2 <= order <= 10
+        potential, accel = tutti.fmm(positions, masses, eps=eps)
+        assert relative_l2(accel, exact_accel) <= eps, eps
+        assert relative_l2(potential, exact_potential) <= eps, eps
+        same = tutti.fmm(positions, masses, order=order)
+        assert np.array_equal(same[1], accel)
+    assert tutti.order_for_accuracy(1e-5) == (8, 7.84e-6)
+    with pytest.raises(tutti.InvalidArgumentError, match="eps"):
+        tutti.order_for_accuracy(1e-8)
+    with pytest.raises(tutti.InvalidArgumentError, match="not both"):
+        tutti.fmm(positions, masses, eps=1e-4, order=5)

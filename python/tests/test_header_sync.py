@@ -156,8 +156,17 @@ def test_every_declared_signature_matches_the_header(header: str) -> None:
             )
 
 
-def fortran_parameters(path: Path) -> dict[str, int]:
-    text = path.read_text()
+FORTRAN_MODULE = Path("fortran") / "tutti.f90"
+
+
+def fortran_source(repo: Path) -> str:
+    """The Fortran module's text, comments removed and continuation lines joined."""
+    text = (repo / FORTRAN_MODULE).read_text()
+    text = re.sub(r"!.*", "", text)
+    return re.sub(r"&\s*\n\s*(&)?", "", text)
+
+
+def fortran_parameters(text: str) -> dict[str, int]:
     return {
         name: int(value)
         for name, value in re.findall(
@@ -166,11 +175,17 @@ def fortran_parameters(path: Path) -> dict[str, int]:
     }
 
 
+def test_fortran_module_is_ascii(repo: Path) -> None:
+    (repo / FORTRAN_MODULE).read_bytes().decode("ascii")
+
+
 def test_fortran_module_matches_the_header(header: str, repo: Path) -> None:
-    parameters = fortran_parameters(repo / "ffi-tests" / "fortran" / "tutti.f90")
+    parameters = fortran_parameters(fortran_source(repo))
     expected = {
         **header_enum(header, "TuttiStatus"),
         **header_enum(header, "TuttiKind"),
+        **header_enum(header, "TuttiTrainKind"),
+        **header_enum(header, "TuttiDtype"),
         **{
             name: int(value)
             for name, value in header_defines(header).items()
@@ -180,11 +195,94 @@ def test_fortran_module_matches_the_header(header: str, repo: Path) -> None:
     assert parameters == expected
 
 
-def test_fortran_device_info_layout_matches_the_header(header: str, repo: Path) -> None:
-    text = (repo / "ffi-tests" / "fortran" / "tutti.f90").read_text()
-    body = re.search(
-        r"type, bind\(c\), public :: tutti_device_info_t(.*?)end type", text, flags=re.DOTALL
+def fortran_interfaces(text: str) -> dict[str, list[str]]:
+    """The module's bind(C) interfaces: C name -> the Fortran dummy arguments."""
+    found = {}
+    for args, c_name in re.findall(
+        r"function\s+\w+\s*\(([^)]*)\)\s*bind\(c,\s*name=\"(\w+)\"\)", text, flags=re.IGNORECASE
+    ):
+        found[c_name] = [arg.strip() for arg in args.split(",") if arg.strip()]
+    return found
+
+
+def test_every_header_function_has_a_fortran_interface(header: str, repo: Path) -> None:
+    text = fortran_source(repo)
+    interfaces = fortran_interfaces(text)
+    prototypes = header_functions(header)
+    missing = sorted(set(prototypes) - set(interfaces))
+    assert not missing, f"no bind(C, name=...) interface in {FORTRAN_MODULE}: {missing}"
+    unknown = sorted(set(interfaces) - set(prototypes) - {"strlen"})
+    assert not unknown, f"interfaces for functions the header lacks: {unknown}"
+    for name, (_, params) in prototypes.items():
+        assert len(interfaces[name]) == len(params), (
+            f"{name}: the header has {len(params)} parameters, the Fortran interface "
+            f"{interfaces[name]}"
+        )
+        # The naming rule of the wrappers: tutti_X has tutti_X_f (a procedure or a generic).
+        assert re.search(
+            rf"^\s*(?:(?:recursive\s+)?(?:subroutine|function)|interface)\s+{name}_f\b",
+            text,
+            flags=re.MULTILINE | re.IGNORECASE,
+        ), f"{name} has no wrapper {name}_f"
+        assert re.search(rf"public\s*::.*\b{name}_f\b", text), f"{name}_f is not public"
+
+
+def test_fortran_callback_matches_the_header(header: str, repo: Path) -> None:
+    text = fortran_source(repo)
+    match = re.search(r"typedef int \(\*TuttiResidualFn\)\(([^;]*)\);", header)
+    assert match, "TuttiResidualFn not found in the header"
+    c_params = " ".join(match.group(1).split()).split(", ")
+    fortran = re.search(
+        r"function\s+tutti_residual_fn\s*\(([^)]*)\)\s*bind\(c\)", text, flags=re.IGNORECASE
     )
-    assert body
-    fields = re.findall(r"::\s*(\w+)", body.group(1))
-    assert fields == header_struct_fields(header, "TuttiDeviceInfo")
+    assert fortran, "no bind(C) abstract interface tutti_residual_fn"
+    assert len(fortran.group(1).split(",")) == len(c_params)
+
+
+# C member types and the Fortran declarations that mirror them in a bind(C) type.
+FORTRAN_SCALARS = {
+    "int": "integer(c_int)",
+    "double": "real(c_double)",
+    "int64_t": "integer(c_int64_t)",
+    "uint64_t": "integer(c_int64_t)",  # Fortran has no unsigned integers
+}
+
+
+def fortran_bind_c_types(text: str) -> dict[str, list[tuple[str, str]]]:
+    """Every `type, bind(c), public :: tutti_foo_t` by the header struct it mirrors
+    (`TuttiFoo`): its (declaration, component) pairs in order."""
+    found = {}
+    for name, body in re.findall(
+        r"type, bind\(c\), public :: tutti_(\w+)_t\s*\n(.*?)end type", text, flags=re.DOTALL
+    ):
+        c_name = "Tutti" + "".join(part.capitalize() for part in name.split("_"))
+        found[c_name] = [
+            (" ".join(decl.split()).lower(), field)
+            for decl, field in re.findall(r"^\s*(.+?)\s*::\s*(\w+)", body, flags=re.MULTILINE)
+        ]
+    return found
+
+
+def fortran_mirrors(ctype: str, declaration: str) -> bool:
+    """Whether a bind(C) component declaration can stand for a member of C type `ctype`."""
+    if "*" in ctype:
+        return declaration == "type(c_ptr)"
+    bare = ctype.removeprefix("const ").removeprefix("struct ")
+    if bare.startswith("Tutti"):
+        snake = re.sub(r"(?<!^)([A-Z])", r"_\1", bare.removeprefix("Tutti")).lower()
+        return declaration == f"type(tutti_{snake}_t)"
+    return FORTRAN_SCALARS.get(bare) == declaration
+
+
+def test_every_fortran_bind_c_type_matches_the_header(header: str, repo: Path) -> None:
+    types = fortran_bind_c_types(fortran_source(repo))
+    structs = re.findall(r"typedef struct (\w+) \{", header)
+    missing = sorted(set(structs) - set(types))
+    assert not missing, f"no bind(C) type in {FORTRAN_MODULE} for {missing}"
+    for c_name, components in types.items():
+        members = header_struct_members(header, c_name)
+        assert [field for _, field in components] == header_struct_fields(header, c_name), c_name
+        for (ctype, field), (declaration, _) in zip(members, components):
+            assert fortran_mirrors(ctype, declaration), (
+                f"{c_name}.{field}: `{ctype}` mirrored by `{declaration}`"
+            )

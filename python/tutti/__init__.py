@@ -1,10 +1,13 @@
 """Python bindings to tutti's C ABI (``include/tutti.h``) through ctypes.
 
-The library is found, in order, at the path in the ``TUTTI_LIB`` environment variable, else at
-the newer of ``target/release/libtutti.so`` and ``target/debug/libtutti.so`` in the repository
-holding this package (build it with ``cargo build -p tutti-capi``).
+Install it with ``pip install ./python`` from the repository's root: cargo builds libtutti
+and the package carries it. The library is loaded from ``TUTTI_LIB`` when that is set, else
+from inside the package (see :func:`library_path`). Calls into the library release the GIL
+(ctypes does), so other Python threads run while tutti computes.
 
-Every failing call raises :class:`TuttiError`, carrying the C status and the library's message::
+Every failing call raises a :class:`TuttiError`, of the subclass its C status names
+(:class:`InvalidArgumentError`, a ``ValueError`` too; :class:`OutOfMemoryError`, a
+``MemoryError``; ...), carrying the status and the library's message::
 
     >>> import tutti
     >>> major, minor, patch = tutti.version()
@@ -12,7 +15,7 @@ Every failing call raises :class:`TuttiError`, carrying the C status and the lib
     1
     >>> tutti.device_info(tutti.Kind.CPU, count=2, index=2)
     Traceback (most recent call last):
-    tutti.TuttiError: tutti_device_info: argument `index` is 2, out of range: ...
+    tutti.InvalidArgumentError: tutti_device_info: argument `index` is 2, out of range: ...
 
 The package is split by job, one module per workload, each holding its own ctypes mirrors of
 the header's structs and declaring its own functions: ``_lib`` (loading, statuses,
@@ -25,9 +28,20 @@ the header's structs and declaring its own functions: ``_lib`` (loading, statuse
 from __future__ import annotations
 
 __all__ = [
+    "__version__",
     "Kind",
     "Status",
     "TuttiError",
+    "InvalidArgumentError",
+    "NullPointerError",
+    "UnsupportedError",
+    "DeviceError",
+    "OutOfMemoryError",
+    "InputOutputError",
+    "InternalError",
+    "CallbackError",
+    "NotConvergedError",
+    "RemoteError",
     "DeviceInfo",
     "MAX_SIMULATED_DEVICES",
     "library_path",
@@ -45,6 +59,7 @@ __all__ = [
     "rhf_gradient",
     "fmm",
     "direct_sum",
+    "order_for_accuracy",
     "TrainKind",
     "Dtype",
     "Train",
@@ -53,7 +68,25 @@ __all__ = [
 
 #: The most simulated (CPU) devices one selection may open (TUTTI_MAX_SIMULATED_DEVICES).
 
-from ._lib import MAX_SIMULATED_DEVICES, Kind, Status, TuttiError, library_path, version
+from ._version import __version__
+from ._lib import (
+    MAX_SIMULATED_DEVICES,
+    CallbackError,
+    DeviceError,
+    InputOutputError,
+    InternalError,
+    InvalidArgumentError,
+    Kind,
+    NotConvergedError,
+    NullPointerError,
+    OutOfMemoryError,
+    RemoteError,
+    Status,
+    TuttiError,
+    UnsupportedError,
+    library_path,
+    version,
+)
 from .devices import DeviceInfo, _CDeviceInfo, device_count, device_info
 from .resources import Resources
 from .world import World
@@ -71,7 +104,7 @@ from .chem import (
     rhf_energy,
     rhf_gradient,
 )
-from .fmm import _CFmmOptions, direct_sum, fmm
+from .fmm import _CFmmOptions, direct_sum, fmm, order_for_accuracy
 from .sweep import Dtype, Train, TrainKind, _CSrcOptions, src
 
 # The public classes print, pickle and document as tutti.X, wherever they are defined.

@@ -46,8 +46,27 @@ class TuttiError(Exception):
     """A tutti call failed.
 
     ``status`` is the C status (a :class:`Status` when this version knows it, else the raw
-    int), ``message`` the library's ``tutti_last_error()`` for the call.
+    int), ``message`` the library's ``tutti_last_error()`` for the call. Each status has its
+    own subclass (:class:`InvalidArgumentError`, :class:`OutOfMemoryError`, ...), and
+    ``TuttiError(status, message)`` builds the one the status names, so ``except
+    tutti.InvalidArgumentError`` and ``except tutti.TuttiError`` both work. The subclasses
+    are also the built-in exceptions users catch: ``ValueError`` for an invalid argument,
+    ``MemoryError`` for memory, ``OSError`` for files, ``NotImplementedError`` for what is
+    not supported.
     """
+
+    #: The status this class stands for (``None`` for the base class).
+    STATUS: Status | None = None
+
+    def __new__(cls, status: int = 0, message: str = "", *args):
+        if cls is TuttiError:
+            cls = _ERRORS.get(int(status), TuttiError)
+        # The built-in exception whose layout the class has allocates it (OSError has a
+        # layout of its own; MemoryError shares Exception's).
+        builtin = cls
+        while builtin.__module__ != "builtins":
+            builtin = builtin.__base__
+        return builtin.__new__(cls)
 
     def __init__(self, status: int, message: str):
         try:
@@ -55,32 +74,125 @@ class TuttiError(Exception):
             name = f"TUTTI_{status.name}"
         except ValueError:
             name = "TUTTI_ERROR_UNKNOWN"
-        super().__init__(f"{message} ({name}, status {int(status)})")
+        text = f"{message} ({name}, status {int(status)})"
+        Exception.__init__(self, text)
+        self.args = (text,)
         self.status = status
         self.message = message
 
+    def __str__(self) -> str:
+        return self.args[0]
+
+    def __reduce__(self):
+        return (TuttiError, (int(self.status), self.message))
 
 
-_REPO = Path(__file__).resolve().parents[2]
+class InvalidArgumentError(TuttiError, ValueError):
+    """TUTTI_ERROR_INVALID_ARGUMENT: an argument or input is out of its domain."""
+
+    STATUS = Status.ERROR_INVALID_ARGUMENT
+
+
+class NullPointerError(TuttiError, ValueError):
+    """TUTTI_ERROR_NULL_POINTER: a required pointer was null (a bug in a binding)."""
+
+    STATUS = Status.ERROR_NULL_POINTER
+
+
+class UnsupportedError(TuttiError, NotImplementedError):
+    """TUTTI_ERROR_UNSUPPORTED: valid, but not supported by this build or device."""
+
+    STATUS = Status.ERROR_UNSUPPORTED
+
+
+class DeviceError(TuttiError, RuntimeError):
+    """TUTTI_ERROR_DEVICE: a device failed (driver, launch, transfer)."""
+
+    STATUS = Status.ERROR_DEVICE
+
+
+class OutOfMemoryError(TuttiError, MemoryError):
+    """TUTTI_ERROR_OUT_OF_MEMORY: the work does not fit the memory it was given."""
+
+    STATUS = Status.ERROR_OUT_OF_MEMORY
+
+
+class InputOutputError(TuttiError, OSError):
+    """TUTTI_ERROR_IO: reading or writing a file failed."""
+
+    STATUS = Status.ERROR_IO
+
+
+class InternalError(TuttiError, RuntimeError):
+    """TUTTI_ERROR_PANIC: a bug in tutti (a caught panic); please report it."""
+
+    STATUS = Status.ERROR_PANIC
+
+
+class CallbackError(TuttiError, RuntimeError):
+    """TUTTI_ERROR_CALLBACK: a user callback failed; ``__cause__`` is its exception when it
+    was a Python callable."""
+
+    STATUS = Status.ERROR_CALLBACK
+
+
+class NotConvergedError(TuttiError, ArithmeticError):
+    """TUTTI_ERROR_NOT_CONVERGED: an iteration (SCF, fit) did not converge."""
+
+    STATUS = Status.ERROR_NOT_CONVERGED
+
+
+class RemoteError(TuttiError, RuntimeError):
+    """TUTTI_ERROR_REMOTE: another rank or process of the group failed first."""
+
+    STATUS = Status.ERROR_REMOTE
+
+
+#: Each error status's subclass of TuttiError.
+_ERRORS = {
+    int(error.STATUS): error
+    for error in (
+        InvalidArgumentError,
+        NullPointerError,
+        UnsupportedError,
+        DeviceError,
+        OutOfMemoryError,
+        InputOutputError,
+        InternalError,
+        CallbackError,
+        NotConvergedError,
+        RemoteError,
+    )
+}
+
+
+_PACKAGE = Path(__file__).resolve().parent
+_LIBRARY = "libtutti.so"
 
 
 def library_path() -> Path:
-    """Where libtutti is loaded from (see the module documentation)."""
+    """Where libtutti is loaded from: ``TUTTI_LIB`` when set, else the library installed
+    inside this package (``pip install ./python``), else, for a package used from a checkout
+    of the repository, the newer of ``target/release`` and ``target/debug``."""
     explicit = os.environ.get("TUTTI_LIB")
     if explicit:
         path = Path(explicit)
         if not path.is_file():
             raise FileNotFoundError(f"TUTTI_LIB={explicit} is not a file")
         return path
-    candidates = [_REPO / "target" / profile / "libtutti.so" for profile in ("release", "debug")]
+    bundled = _PACKAGE / "lib" / _LIBRARY
+    if bundled.is_file():
+        return bundled
+    checkout = _PACKAGE.parents[1]
+    candidates = [checkout / "target" / profile / _LIBRARY for profile in ("release", "debug")]
     built = [path for path in candidates if path.is_file()]
-    if not built:
+    if not built or not (checkout / "Cargo.toml").is_file():
         raise FileNotFoundError(
-            "libtutti.so not found: set TUTTI_LIB, or build it with "
-            f"`cargo build -p tutti-capi` (looked in {', '.join(map(str, candidates))})"
+            f"libtutti.so is not installed in {_PACKAGE}: install the package with "
+            "`pip install ./python` from the repository's root, or set TUTTI_LIB to a built "
+            "library (`cargo build --release -p tutti-capi`)"
         )
     return max(built, key=lambda path: path.stat().st_mtime)
-
 
 
 #: Every signature declared so far, ``{name: (argtypes, restype)}`` (checked against the

@@ -6,8 +6,8 @@ from __future__ import annotations
 import ctypes
 import os
 from dataclasses import dataclass
-from pathlib import Path
 
+from . import molecule as _molecule
 from ._lib import _check, _int, declare, lib
 from .resources import Resources, _c_resources, _CResources
 from .world import _entering_library, spans_world
@@ -151,6 +151,18 @@ declare(
             ],
             ctypes.c_int,
         ),
+        "tutti_rhf_energy_bohr": (
+            [
+                ctypes.c_int,
+                ctypes.POINTER(ctypes.c_int),
+                ctypes.POINTER(ctypes.c_double),
+                ctypes.c_char_p,
+                ctypes.POINTER(_CRhfOptions),
+                ctypes.POINTER(_CRhfResult),
+                ctypes.POINTER(ctypes.c_void_p),
+            ],
+            ctypes.c_int,
+        ),
         "tutti_gradient_options_default": ([ctypes.POINTER(_CGradientOptions)], ctypes.c_int),
         "tutti_rhf_gradient": (
             [
@@ -169,9 +181,10 @@ declare(
 
 @spans_world
 def rhf_energy(
-    xyz,
+    molecule,
     basis: str,
     *,
+    unit: str = "angstrom",
     resources: Resources | None = None,
     charge: int = 0,
     cartesian: bool = False,
@@ -179,8 +192,11 @@ def rhf_energy(
 ) -> RhfEnergy:
     """Closed-shell RHF energy of a molecule (``tutti_rhf_energy``).
 
-    ``xyz`` is the text of an XYZ file (Angstrom), or a path to one (a ``Path``, or a string
-    without a newline naming a file). ``basis`` is a shipped name (sto-3g, 6-31g, 6-31g*,
+    ``molecule`` is the text of an XYZ file (Angstrom), a path to one (a ``Path``, or a
+    one-line string naming a file), a PySCF-style atom string (``"O 0 0 0; H 0 0.757 0.587;
+    H 0 -0.757 0.587"``) or list (``[("O", (0, 0, 0)), ("H", (0, 0.757, 0.587)), ...]``, symbols
+    or atomic numbers), the last two in ``unit`` (``"angstrom"`` or ``"bohr"``, as PySCF's
+    ``Mole.unit``). ``basis`` is a shipped name (sto-3g, 6-31g, 6-31g*,
     cc-pvdz, def2-svp, def2-tzvp) or a path to an NWChem-format file. ``resources`` (a
     :class:`tutti.Resources`; ``None``: every GPU, else one simulated device using all cores)
     says where it runs: each Fock build is split among the devices, and any device count
@@ -191,8 +207,7 @@ def rhf_energy(
     """
     import json
 
-    if isinstance(xyz, os.PathLike) or ("\n" not in xyz and Path(xyz).is_file()):
-        xyz = Path(xyz).read_text()
+    form = _molecule.read(molecule, unit)
     options = _CRhfOptions()
     _check(lib.tutti_rhf_options_default(ctypes.byref(options)))
     options.resources, keepalive = _c_resources(resources)
@@ -202,17 +217,28 @@ def rhf_energy(
         options.max_iterations = _int(max_iterations, "max_iterations").value
     result = _CRhfResult()
     text = ctypes.c_void_p()
-    xyz_c, basis_c = str(xyz).encode("utf-8"), os.fsencode(basis)
+    basis_c = os.fsencode(basis)
     _entering_library()
-    _check(
-        lib.tutti_rhf_energy(
-            xyz_c,
+    if form[0] == "xyz":
+        status = lib.tutti_rhf_energy(
+            form[1].encode("utf-8"),
             basis_c,
             ctypes.byref(options),
             ctypes.byref(result),
             ctypes.byref(text),
         )
-    )
+    else:
+        numbers, coordinates = form[1], form[2]
+        status = lib.tutti_rhf_energy_bohr(
+            _int(len(numbers), "atoms"),
+            (ctypes.c_int * len(numbers))(*numbers),
+            (ctypes.c_double * len(coordinates))(*coordinates),
+            basis_c,
+            ctypes.byref(options),
+            ctypes.byref(result),
+            ctypes.byref(text),
+        )
+    _check(status)
     del keepalive  # the struct's pointers were read during the call
     try:
         summary = json.loads(ctypes.string_at(text.value).decode("utf-8"))
@@ -232,9 +258,10 @@ def rhf_energy(
 
 @spans_world
 def rhf_gradient(
-    xyz,
+    molecule,
     basis: str,
     *,
+    unit: str = "angstrom",
     resources: Resources | None = None,
     serial: bool = False,
     charge: int = 0,
@@ -244,7 +271,7 @@ def rhf_gradient(
     """The RHF energy and its gradient with respect to every exponent and library
     contraction coefficient of every shell on every atom (``tutti_rhf_gradient``).
 
-    ``xyz``, ``basis``, ``resources``, ``charge``, ``cartesian`` and ``max_iterations`` are
+    ``molecule``, ``unit``, ``basis``, ``resources``, ``charge``, ``cartesian`` and ``max_iterations`` are
     as for :func:`rhf_energy`; the devices of ``resources`` run every loop, SCF and gradient
     (any device count agrees with one to 1e-10 relative).
     ``serial`` runs the serial reference implementation. The convention is PySCF's: each
@@ -258,8 +285,8 @@ def rhf_gradient(
 
     import numpy as np
 
-    if isinstance(xyz, os.PathLike) or ("\n" not in xyz and Path(xyz).is_file()):
-        xyz = Path(xyz).read_text()
+    form = _molecule.read(molecule, unit)
+    xyz = form[1] if form[0] == "xyz" else form[3]
     options = _CGradientOptions()
     _check(lib.tutti_gradient_options_default(ctypes.byref(options)))
     options.rhf.resources, keepalive = _c_resources(resources)

@@ -3,7 +3,7 @@
 use std::time::{Duration, Instant};
 
 use crate::tools::{cargo, ensure_ffi_tools, run, Failure, Workspace};
-use crate::{chaos, ffi, fuzz, header, layers, mpi, nvrtc};
+use crate::{chaos, ffi, fuzz, header, install, layers, mpi, nvrtc};
 
 /// Seconds each fuzz target runs in CI: enough to replay the seeds and the corpus and explore
 /// a little, inside the suite's time budget. Longer runs: `cargo xtask fuzz --runs 1000000`.
@@ -97,6 +97,11 @@ pub fn run_all() -> Result<(), Failure> {
         (
             "cargo xtask ffi-test --debug-only",
             Box::new(|| ffi::run_debug(&Workspace::load()?)),
+        ),
+        // The debug library the step above built, so this costs a relink and the examples.
+        (
+            "cargo xtask install-test (install --debug, build docs/c-abi.md's C with pkg-config)",
+            Box::new(|| install::check_examples(&Workspace::load()?)),
         ),
         (
             "cargo xtask campaign-chaos --dev-cli (120 kills, a full disk)",

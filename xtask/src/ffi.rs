@@ -44,8 +44,9 @@ pub fn run_debug(workspace: &Workspace) -> Result<(), Failure> {
 }
 
 /// Builds libtutti in `profile`, then compiles and runs every `ffi-tests/c/*.c` with gcc
-/// (plain and under AddressSanitizer), `ffi-tests/fortran` with gfortran (under valgrind when
-/// it is installed, for the debug library), and the pytest suite of `python/tests` against it.
+/// (plain and under AddressSanitizer), every `fortran/tests/*.f90` with gfortran (under
+/// valgrind when it is installed, for the debug library), and the pytest suite of
+/// `python/tests` against it.
 fn run_suites(workspace: &Workspace, profile: Profile) -> Result<(), Failure> {
     println!("==> ffi-test against the {} library", profile.name());
     let root = &workspace.root;
@@ -83,7 +84,7 @@ fn run_suites(workspace: &Workspace, profile: Profile) -> Result<(), Failure> {
         "-g",
     ];
     let sanitizers = sanitizers_available(&build);
-    for c_source in c_programs(&root.join("ffi-tests/c"))? {
+    for c_source in programs(&root.join("ffi-tests/c"), "c")? {
         let stem = c_source
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
@@ -126,60 +127,101 @@ fn run_suites(workspace: &Workspace, profile: Profile) -> Result<(), Failure> {
             .env("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0"))?;
     }
 
-    println!("==> Fortran: ffi-tests/fortran/test_basic.f90");
-    let fortran_binary = build.join("test_basic_f");
-    let mut gfortran = Command::new("gfortran");
-    gfortran
-        .args(["-std=f2008", "-Wall", "-fcheck=all", "-g"])
-        .arg("-J")
-        .arg(&build)
-        .arg(root.join("ffi-tests/fortran/tutti.f90"))
-        .arg(root.join("ffi-tests/fortran/test_basic.f90"))
-        .arg("-o")
-        .arg(&fortran_binary);
-    link(&mut gfortran);
-    run(&mut gfortran)?;
-    if matches!(profile, Profile::Debug) && on_path("valgrind") {
-        println!("(under valgrind)");
-        run(Command::new("valgrind")
-            .args([
-                "--quiet",
-                "--error-exitcode=99",
-                "--leak-check=full",
-                "--errors-for-leak-kinds=definite",
-            ])
-            .arg(&fortran_binary)
-            .current_dir(root))?;
-    } else {
-        println!("(plainly: valgrind runs only against the debug library, when installed)");
-        run(Command::new(&fortran_binary).current_dir(root))?;
-    }
+    fortran_suite(root, &build, profile, &link)?;
 
-    println!("==> Python: python/tests");
-    run(Command::new("python3")
-        .args(["-m", "pytest", "-p", "no:cacheprovider", "-v"])
-        .arg(root.join("python").join("tests"))
-        .current_dir(root)
-        .env("TUTTI_LIB", &library)
-        .env("PYTHONPATH", join_python_path(&root.join("python")))
-        .env("PYTHONDONTWRITEBYTECODE", "1"))?;
+    crate::python::test_installed_wheel(workspace, profile.name())?;
     Ok(())
 }
 
-/// Whether gcc can build and run a trivial program with the sanitizers (libasan and
-/// libubsan are part of Debian's gcc, but not of every toolchain).
-/// The C test programs: every `*.c` in `dir`, in name order.
-fn c_programs(dir: &Path) -> Result<Vec<std::path::PathBuf>, Failure> {
+/// gfortran's flags for the module and the tests: the standard the module promises, every
+/// warning an error, the runtime checks (bounds, pointers, recursion) on.
+const FORTRAN_FLAGS: [&str; 5] = ["-std=f2008", "-Wall", "-Werror", "-fcheck=all", "-g"];
+
+/// Compiles the Fortran module `fortran/tutti.f90` and the tests' check module once, then
+/// builds each `fortran/tests/*.f90` (name order) against them and libtutti and runs it:
+/// under valgrind for the debug library when valgrind is installed, plainly otherwise.
+fn fortran_suite(
+    root: &Path,
+    build: &Path,
+    profile: Profile,
+    link: &dyn Fn(&mut Command),
+) -> Result<(), Failure> {
+    let modules = build.join("fortran");
+    std::fs::create_dir_all(&modules)
+        .map_err(|err| Failure::new(format!("creating {}: {err}", modules.display())))?;
+    let mut objects = Vec::new();
+    for (source, object) in [
+        ("fortran/tutti.f90", "tutti.o"),
+        ("fortran/tests/support/checks.f90", "checks.o"),
+    ] {
+        println!("==> Fortran: compiling {source}");
+        let object = modules.join(object);
+        run(Command::new("gfortran")
+            .args(FORTRAN_FLAGS)
+            .arg("-J")
+            .arg(&modules)
+            .arg("-c")
+            .arg(root.join(source))
+            .arg("-o")
+            .arg(&object))?;
+        objects.push(object);
+    }
+    let valgrind = matches!(profile, Profile::Debug) && on_path("valgrind");
+    for source in programs(&root.join("fortran/tests"), "f90")? {
+        let stem = source
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        println!("==> Fortran: fortran/tests/{stem}.f90");
+        let binary = build.join(format!("{stem}_f"));
+        let mut gfortran = Command::new("gfortran");
+        gfortran
+            .args(FORTRAN_FLAGS)
+            .arg("-J")
+            .arg(&modules)
+            .arg(&source)
+            .args(&objects)
+            .arg("-o")
+            .arg(&binary);
+        link(&mut gfortran);
+        run(&mut gfortran)?;
+        if valgrind {
+            println!("(under valgrind)");
+            // Only definite leaks are shown and counted: the threads of the global rayon
+            // pool are never joined, so their thread-local buffers are "possibly lost".
+            run(Command::new("valgrind")
+                .args([
+                    "--quiet",
+                    "--error-exitcode=99",
+                    "--leak-check=full",
+                    "--show-leak-kinds=definite",
+                    "--errors-for-leak-kinds=definite",
+                ])
+                .arg(&binary)
+                .current_dir(root))?;
+        } else {
+            println!("(plainly: valgrind runs only against the debug library, when installed)");
+            run(Command::new(&binary).current_dir(root))?;
+        }
+    }
+    Ok(())
+}
+
+/// The test programs of one language: every `*.{extension}` file directly in `dir`, in name
+/// order.
+fn programs(dir: &Path, extension: &str) -> Result<Vec<std::path::PathBuf>, Failure> {
     let entries = std::fs::read_dir(dir)
         .map_err(|err| Failure::new(format!("reading {}: {err}", dir.display())))?;
     let mut programs: Vec<_> = entries
         .filter_map(|entry| entry.ok().map(|e| e.path()))
-        .filter(|path| path.extension().is_some_and(|ext| ext == "c"))
+        .filter(|path| path.is_file() && path.extension().is_some_and(|ext| ext == extension))
         .collect();
     programs.sort();
     Ok(programs)
 }
 
+/// Whether gcc can build and run a trivial program with the sanitizers (libasan and
+/// libubsan are part of Debian's gcc, but not of every toolchain).
 fn sanitizers_available(build: &Path) -> bool {
     let source = build.join("sanitizer_probe.c");
     let binary = build.join("sanitizer_probe");

@@ -5,8 +5,12 @@
 //!   declare, in the section it is declared in (`layers.rs`).
 //! - `ffi-test [--debug-only]`: build libtutti and run the C, Fortran and Python tests of the
 //!   C ABI, against the debug and the release library (or the debug one only, as CI does).
+//! - `python-test [--release]`: build the Python wheel (libtutti inside), install it into a
+//!   fresh virtualenv and run `python/tests` against it (`python.rs`).
 //! - `demo [ARGS...]`: `cargo run --release -p tutti-cli -- demo ARGS...`.
 //! - `bench [NAME...]`: run the named binaries of `tutti-benches` (all when none is named).
+//! - `plots`: draw `docs/figures/*.svg` from `benches/results/*.json` with `scripts/plots.py`
+//!   (matplotlib in a virtualenv under `target/plots-venv`; `plots.rs`).
 //! - `fuzz [--seconds N] [--runs N] [TARGET...]`: build the libFuzzer targets of `fuzz/` and run
 //!   each for N seconds (default 60) or N executions.
 //! - `campaign-chaos [--kills N] [--replicates N] [--seed N] [--dev-cli]`: SIGKILL a checkpointed
@@ -18,6 +22,10 @@
 //!   compile every kernel module of tutti-backend with it: signatures, registers, spills.
 //! - `mpi-test`: install Open MPI if missing, lint tutti-mpi with `--features mpi` and run its
 //!   tests, the `mpirun` cases with 2, 3 and 4 processes among them (`mpi.rs`).
+//! - `install --prefix P [--debug]`: build libtutti (release, or debug) and install it with
+//!   its headers, `tutti.pc` and a CMake package under P (`install.rs`).
+//! - `install-test`: install the debug library under `target/install-test/` and build and run
+//!   the C programs of `docs/c-abi.md` against it with pkg-config (and CMake when installed).
 //! - `ci`: install missing tools, then formatting, the layer check, lints, tests, the cuda
 //!   build, the header check and the FFI tests, failing fast.
 
@@ -27,9 +35,12 @@ mod ffi;
 mod fuzz;
 mod gpu_pack;
 mod header;
+mod install;
 mod layers;
 mod mpi;
 mod nvrtc;
+mod plots;
+mod python;
 mod tools;
 
 use std::process::ExitCode;
@@ -46,8 +57,13 @@ tasks:
   ffi-test [--debug-only]
                      build libtutti, run the C, Fortran (gfortran) and Python (pytest) tests
                      against the debug and the release library (CI: the debug one only)
+  python-test [--release]
+                     pip wheel ./python (libtutti built by cargo, debug unless --release),
+                     install it into a fresh virtualenv and run python/tests against it
   demo [ARGS...]     cargo run --release -p tutti-cli -- demo ARGS...
   bench [NAME...]    run the tutti-benches binaries NAME... (all of them when none is named)
+  plots              draw docs/figures/*.svg from benches/results/*.json (scripts/plots.py,
+                     matplotlib in a virtualenv under target/plots-venv)
   fuzz [--seconds N] [--runs N] [TARGET...]
                      build the fuzz targets of fuzz/ (stable toolchain, RUSTC_BOOTSTRAP=1)
                      and run each for N seconds (default 60) or N executions
@@ -61,6 +77,11 @@ tasks:
                      tutti-backend's NVRTC tests with it: PTX signatures, registers, no spills
   mpi-test           install Open MPI if missing (apt-get, as root), lint tutti-mpi with its
                      mpi feature and run its tests: mpirun with 2, 3 and 4 processes
+  install --prefix P [--debug]
+                     build libtutti (release, or debug) and install P/include/tutti.h,
+                     P/lib/libtutti.{so,a}, P/lib/pkgconfig/tutti.pc and P/lib/cmake/tutti
+  install-test       install the debug library into target/install-test and build and run
+                     the C programs of docs/c-abi.md against it (pkg-config; CMake if present)
   ci                 install missing tools, then fmt, check-layers, clippy, test, cuda clippy,
                      header check, ffi-test; stops at the first failure
 ";
@@ -100,10 +121,26 @@ fn dispatch(args: &[String]) -> Result<(), Failure> {
                 "ffi-test takes only `--debug-only`, got {rest:?}"
             ))),
         },
+        "python-test" => {
+            let profile = match rest {
+                [] => "debug",
+                [flag] if flag == "--release" => "release",
+                _ => {
+                    return Err(Failure::new(format!(
+                        "python-test takes only `--release`, got {rest:?}"
+                    )))
+                }
+            };
+            python::test_installed_wheel(&Workspace::load()?, profile)
+        }
         "demo" => run(cargo()
             .args(["run", "--release", "-p", "tutti-cli", "--", "demo"])
             .args(rest)),
         "bench" => bench(&Workspace::load()?, rest),
+        "plots" => {
+            no_args(task, rest)?;
+            plots::run_all(&Workspace::load()?)
+        }
         "campaign-chaos" => chaos::run_all(&Workspace::load()?, &chaos::ChaosOptions::parse(rest)?),
         "fuzz" => fuzz::run_all(&Workspace::load()?, &fuzz::FuzzBudget::parse(rest)?),
         "gpu-pack" => gpu_pack::run_all(&Workspace::load()?, &gpu_pack::PackOptions::parse(rest)?),
@@ -114,6 +151,11 @@ fn dispatch(args: &[String]) -> Result<(), Failure> {
         "mpi-test" => {
             no_args(task, rest)?;
             mpi::run_all()
+        }
+        "install" => install::install(&Workspace::load()?, &install::InstallOptions::parse(rest)?),
+        "install-test" => {
+            no_args(task, rest)?;
+            install::check_examples(&Workspace::load()?)
         }
         "ci" => {
             no_args(task, rest)?;

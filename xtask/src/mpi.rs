@@ -97,7 +97,7 @@ fn host_programs(workspace: &Workspace) -> Result<(), Failure> {
         .args(["-std=f2008", "-Wall", "-fcheck=all", "-g"])
         .arg("-J")
         .arg(&build)
-        .arg(root.join("ffi-tests/fortran/tutti.f90"))
+        .arg(root.join("fortran/tutti.f90"))
         .arg(root.join("ffi-tests/mpi/test_world.f90"))
         .arg("-o")
         .arg(&fortran_binary);
