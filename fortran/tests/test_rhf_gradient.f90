@@ -72,7 +72,7 @@ contains
         integer :: k, s, within
         logical :: layout_ok
 
-        basis_path = write_basis_file()
+        basis_path = write_basis_file('grad-sto3g')
 
         call tutti_gradient_options_default_f(options)
         call check(options%rhf%resources%kind == TUTTI_KIND_AUTO &
@@ -228,42 +228,5 @@ contains
         character(len=:), allocatable :: chars
         chars = text // achar(0)
     end function to_c
-
-    ! Writes PySCF 2.14's built-in sto-3g for H and O, in NWChem format, to a new file under
-    ! /tmp; returns its path.
-    function write_basis_file() result(path)
-        character(len=:), allocatable :: path
-        character(len=64) :: buffer
-        integer :: unit
-        real :: draw
-
-        call random_seed()
-        call random_number(draw)
-        write (buffer, '(a, i9.9, a)') '/tmp/tutti-fortran-grad-sto3g-', int(draw * 1e9), '.nw'
-        path = trim(buffer)
-        open (newunit=unit, file=path, status='new', action='write')
-        write (unit, '(a)') 'BASIS "ao basis" SPHERICAL'
-        write (unit, '(a)') 'H    S'
-        write (unit, '(a)') '      3.42525091             0.15432897'
-        write (unit, '(a)') '      0.62391373             0.53532814'
-        write (unit, '(a)') '      0.16885540             0.44463454'
-        write (unit, '(a)') 'O    S'
-        write (unit, '(a)') '    130.70932                0.15432897'
-        write (unit, '(a)') '     23.808861               0.53532814'
-        write (unit, '(a)') '      6.4436083              0.44463454'
-        write (unit, '(a)') 'O    SP'
-        write (unit, '(a)') '      5.0331513             -0.09996723             0.15591627'
-        write (unit, '(a)') '      1.1695961              0.39951283             0.60768372'
-        write (unit, '(a)') '      0.3803890              0.70011547             0.39195739'
-        write (unit, '(a)') 'END'
-        close (unit)
-    end function write_basis_file
-
-    subroutine delete_file(path)
-        character(len=*), intent(in) :: path
-        integer :: unit
-        open (newunit=unit, file=path, status='old')
-        close (unit, status='delete')
-    end subroutine delete_file
 
 end program test_rhf_gradient

@@ -5,35 +5,9 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
 
-use common::{lcg, scratch, text, write_npy, write_train};
+use common::{lcg, scratch, text, tutti, write_npy, write_train};
 use serde_json::Value;
-
-/// Longest any one run may take (debug build, two shared cores, other tests running).
-const LIMIT: Duration = Duration::from_secs(180);
-
-/// Runs `tutti args...`, failing the test if it has not ended within [`LIMIT`].
-fn tutti(args: &[&str]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tutti"))
-        .args(args)
-        .env("TUTTI_LOG", "warn")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("tutti starts");
-    let started = Instant::now();
-    while child.try_wait().expect("wait").is_none() {
-        if started.elapsed() > LIMIT {
-            let _ = child.kill();
-            panic!("tutti {args:?} did not finish within {LIMIT:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().expect("output")
-}
 
 /// `tutti args...` must exit with `code`.
 fn exits(code: i32, args: &[&str]) {

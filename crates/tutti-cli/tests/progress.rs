@@ -4,37 +4,22 @@
 
 mod common;
 
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Output};
 
-use common::{lcg, scratch, text, write_npy, write_train};
+use common::{lcg, run_limited, scratch, text, write_npy, write_train};
 
-/// Longest any one run may take (debug build, two shared cores, other tests running).
-const LIMIT: Duration = Duration::from_secs(180);
-
-/// Runs `tutti args...` with stdout and stderr piped and `env` set, time-limited.
+/// Runs `tutti args...` with only the log variables in `env` set, time-limited; it must
+/// succeed.
 fn tutti(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_tutti"));
     command
         .args(args)
         .env_remove("TUTTI_LOG")
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+        .env_remove("RUST_LOG");
     for (name, value) in env {
         command.env(name, value);
     }
-    let mut child = command.spawn().expect("tutti starts");
-    let started = Instant::now();
-    while child.try_wait().expect("wait").is_none() {
-        if started.elapsed() > LIMIT {
-            let _ = child.kill();
-            panic!("tutti {args:?} did not finish within {LIMIT:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let out = child.wait_with_output().expect("output");
+    let out = run_limited(&mut command);
     assert!(
         out.status.success(),
         "tutti {args:?} failed: {}",

@@ -9,7 +9,7 @@ module checks
     use, intrinsic :: iso_c_binding, only: c_double
     implicit none
     private
-    public :: check, check_summary, itoa, etoa, relative_l2
+    public :: check, check_summary, itoa, etoa, relative_l2, write_basis_file, delete_file
 
     integer, save :: checks_run = 0
     integer, save :: failures = 0
@@ -69,5 +69,44 @@ contains
 
         error = norm2(approx - exact) / norm2(exact)
     end function relative_l2
+
+    ! Writes PySCF 2.14's built-in sto-3g for H and O, in NWChem format, to a new file under
+    ! /tmp named after `tag`; returns its path (the RHF tests' basis).
+    function write_basis_file(tag) result(path)
+        character(len=*), intent(in) :: tag
+        character(len=:), allocatable :: path
+        character(len=64) :: buffer
+        integer :: unit
+        real :: draw
+
+        call random_seed()
+        call random_number(draw)
+        write (buffer, '(a, i9.9, a)') '/tmp/tutti-fortran-' // tag // '-', int(draw * 1e9), '.nw'
+        path = trim(buffer)
+        open (newunit=unit, file=path, status='new', action='write')
+        write (unit, '(a)') 'BASIS "ao basis" SPHERICAL'
+        write (unit, '(a)') 'H    S'
+        write (unit, '(a)') '      3.42525091             0.15432897'
+        write (unit, '(a)') '      0.62391373             0.53532814'
+        write (unit, '(a)') '      0.16885540             0.44463454'
+        write (unit, '(a)') 'O    S'
+        write (unit, '(a)') '    130.70932                0.15432897'
+        write (unit, '(a)') '     23.808861               0.53532814'
+        write (unit, '(a)') '      6.4436083              0.44463454'
+        write (unit, '(a)') 'O    SP'
+        write (unit, '(a)') '      5.0331513             -0.09996723             0.15591627'
+        write (unit, '(a)') '      1.1695961              0.39951283             0.60768372'
+        write (unit, '(a)') '      0.3803890              0.70011547             0.39195739'
+        write (unit, '(a)') 'END'
+        close (unit)
+    end function write_basis_file
+
+    ! Deletes the file at `path`.
+    subroutine delete_file(path)
+        character(len=*), intent(in) :: path
+        integer :: unit
+        open (newunit=unit, file=path, status='old')
+        close (unit, status='delete')
+    end subroutine delete_file
 
 end module checks

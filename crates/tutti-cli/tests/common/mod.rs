@@ -1,10 +1,44 @@
-//! Inputs the CLI's integration tests write: `.npy` arrays, random tensor trains, scratch
-//! directories.
+//! Inputs the CLI's integration tests write (`.npy` arrays, random tensor trains, scratch
+//! directories) and the time-limited way they run `tutti`.
 // Each test binary uses its own subset.
 #![allow(dead_code)]
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// Longest any one run may take (debug build, two shared cores, other tests running).
+pub const LIMIT: Duration = Duration::from_secs(180);
+
+/// Runs `command` (a `tutti` command line) with its output captured, failing the test if
+/// it has not ended within [`LIMIT`]: a hang fails, never blocks CI.
+pub fn run_limited(command: &mut Command) -> Output {
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("tutti starts");
+    let started = Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if started.elapsed() > LIMIT {
+            let _ = child.kill();
+            panic!("{command:?} did not finish within {LIMIT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("output")
+}
+
+/// `tutti args...` at log level warn, time-limited ([`run_limited`]).
+pub fn tutti(args: &[&str]) -> Output {
+    run_limited(
+        Command::new(env!("CARGO_BIN_EXE_tutti"))
+            .args(args)
+            .env("TUTTI_LOG", "warn"),
+    )
+}
 
 /// A float64 C-order `.npy` file (format 1.0).
 pub fn write_npy(path: &Path, shape: &[usize], values: &[f64]) {
