@@ -1,4 +1,5 @@
-//! The direct O(N^2) sum (the reference) and the sampled accuracy diagnostic.
+//! The direct O(N^2) sums (the references, at the bodies or at separate targets) and the
+//! sampled accuracy diagnostic.
 
 use rand::seq::index::sample;
 use rand::SeedableRng;
@@ -6,7 +7,7 @@ use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
 use crate::kernel::{add_source, Field};
-use crate::options::validate_bodies;
+use crate::options::{validate_bodies, validate_targets};
 use crate::FmmError;
 
 /// Potential (length `targets.len()`) and acceleration of each listed target body, by direct
@@ -79,6 +80,58 @@ pub fn direct(
 ) -> Result<(Vec<f64>, Vec<[f64; 3]>), FmmError> {
     let all: Vec<usize> = (0..positions.len()).collect();
     direct_sum(positions, masses, softening, &all)
+}
+
+/// Potential (length `targets.len()`) and acceleration at each target point, by direct
+/// summation over the sources (rayon over targets): the reference of
+/// [`crate::fmm_at_targets`].
+///
+/// Convention: `phi(t) = -sum_j m_j / sqrt(|t - x_j|^2 + softening^2)` and
+/// `a(t) = -sum_j m_j (t - x_j) / (|t - x_j|^2 + softening^2)^(3/2)` (G = 1), where the sum
+/// leaves out every source at exactly the target's position (equal coordinates, -0.0 equal
+/// to 0.0). Sources do not act on one another, so coincident sources are no error here.
+///
+/// Errors: the input checks of [`crate::fmm`] on `sources` (named `positions`) and `masses`,
+/// [`FmmError::NonFinite`] for a target coordinate (argument `targets`), and
+/// [`FmmError::InvalidArgument`] for a `softening` that is negative or not finite.
+pub fn direct_at_targets(
+    sources: &[[f64; 3]],
+    masses: &[f64],
+    targets: &[[f64; 3]],
+    softening: f64,
+) -> Result<(Vec<f64>, Vec<[f64; 3]>), FmmError> {
+    validate_bodies(sources, masses)?;
+    validate_targets(targets)?;
+    if !(softening >= 0.0 && softening.is_finite()) {
+        return Err(FmmError::invalid(
+            "softening",
+            "a finite number >= 0",
+            softening,
+        ));
+    }
+    let softening2 = softening * softening;
+    let fields: Vec<Field> = targets
+        .par_iter()
+        .map(|target| field_at_target(sources, masses, target, softening2))
+        .collect();
+    Ok(fields.into_iter().map(|f| (-f.psi, f.grad)).unzip())
+}
+
+/// The field at `target` of every source not at exactly its position, summed in source
+/// order.
+pub(crate) fn field_at_target(
+    sources: &[[f64; 3]],
+    masses: &[f64],
+    target: &[f64; 3],
+    softening2: f64,
+) -> Field {
+    let mut field = Field::default();
+    for (source, &m) in sources.iter().zip(masses) {
+        if source != target {
+            add_source(&mut field, target, source, m, softening2);
+        }
+    }
+    field
 }
 
 /// `||approx - exact||_2 / ||exact||_2` over rows of any width; 0 when both are zero, and

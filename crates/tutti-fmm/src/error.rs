@@ -28,12 +28,12 @@ pub enum FmmError {
         /// Entries of `masses`.
         masses: usize,
     },
-    /// A position or strength is NaN or infinite.
+    /// A position, strength or target coordinate is NaN or infinite.
     #[error("`{argument}` of body {index} is {value}; expected finite values")]
     NonFinite {
-        /// `positions` or `masses`.
+        /// `positions`, `masses` or `targets`.
         argument: &'static str,
-        /// The body's index in the input.
+        /// The body's (or target's) index in the input.
         index: usize,
         /// The offending value.
         value: f64,

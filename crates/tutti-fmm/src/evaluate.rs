@@ -30,6 +30,9 @@ pub(crate) struct Shared<'a> {
     pub lists: &'a InteractionLists,
     pub basis: &'a Basis,
     pub partition: &'a Partition,
+    /// Whether each sorted body's field is wanted (`None`: every body's). The host near
+    /// field leaves the others' fields zero; the device path computes them all.
+    pub wanted: Option<&'a [bool]>,
     pub softening2: f64,
     pub precision: Precision,
     /// M2L pair slots per chunk (pairs go in groups of `LANES` per target).

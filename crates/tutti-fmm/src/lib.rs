@@ -9,7 +9,8 @@
 //! a_i   = -sum_{j != i} m_j (x_i - x_j) / (r_ij^2 + eps^2)^(3/2)
 //! ```
 //!
-//! in O(N) time to a chosen accuracy.
+//! in O(N) time to a chosen accuracy. [`fmm_at_targets`] evaluates the same field at
+//! separate target points instead, leaving out any source at exactly a target's position.
 //!
 //! Method (details in `docs/fmm.md`):
 //! - an adaptive octree over Morton-sorted bodies, leaves of at most `leaf_size` bodies
@@ -66,10 +67,10 @@ mod solve;
 mod traversal;
 mod tree;
 
-pub use direct::{direct, direct_sum, relative_l2, sampled_error, SampledError};
+pub use direct::{direct, direct_at_targets, direct_sum, relative_l2, sampled_error, SampledError};
 pub use error::FmmError;
 pub use options::{
     order_for_accuracy, FmmOptions, Precision, MAX_DEPTH, MAX_ORDER, MEASURED_ACCURACY,
 };
-pub use solve::{fmm, fmm_on, plan, FmmInfo, FmmOutput};
+pub use solve::{fmm, fmm_at_targets, fmm_at_targets_on, fmm_on, plan, FmmInfo, FmmOutput};
 pub use tutti_backend::{Kernels, Progress, ProgressFn};

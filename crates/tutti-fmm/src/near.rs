@@ -11,7 +11,9 @@ use crate::tree::Octree;
 use crate::FmmError;
 
 /// Fields of the bodies of this rank's leaves: L2P plus P2P over each leaf's near list,
-/// leaves taken in chunks bounded by the number of source bodies staged at once.
+/// leaves taken in chunks bounded by the number of source bodies staged at once. Bodies
+/// whose field is not wanted (`Shared::wanted`) get a zero field, and a leaf with none
+/// wanted stages nothing.
 pub(crate) fn near_field(
     shared: &Shared<'_>,
     me: usize,
@@ -24,6 +26,9 @@ pub(crate) fn near_field(
     };
     let bodies = tree.nodes[first as usize].begin..tree.nodes[last as usize].end;
     let staged = |leaf: u32| -> usize {
+        if !any_wanted(shared, leaf as usize) {
+            return 0;
+        }
         shared
             .lists
             .p2p_of(leaf as usize)
@@ -60,8 +65,16 @@ pub(crate) fn near_field(
     Ok((bodies, fields, chunks.len()))
 }
 
+/// Whether any body of `leaf` has its field wanted.
+fn any_wanted(shared: &Shared<'_>, leaf: usize) -> bool {
+    let node = &shared.tree.nodes[leaf];
+    shared
+        .wanted
+        .is_none_or(|wanted| wanted[node.begin..node.end].contains(&true))
+}
+
 /// The fields of one leaf's bodies: its local expansion, then its near sources staged as
-/// x, y, z, m columns in list order.
+/// x, y, z, m columns in list order; zero for the bodies whose field is not wanted.
 fn leaf_fields(
     shared: &Shared<'_>,
     leaf: usize,
@@ -70,6 +83,10 @@ fn leaf_fields(
 ) -> Result<Vec<Field>, FmmError> {
     let (tree, basis, t) = (shared.tree, shared.basis, shared.basis.len());
     let node = &tree.nodes[leaf];
+    if !any_wanted(shared, leaf) {
+        return Ok(vec![Field::default(); node.bodies()]);
+    }
+    let wanted = shared.wanted.map(|wanted| &wanted[node.begin..node.end]);
     let sources = shared.lists.p2p_of(leaf);
     let mut staged = StagedSources::default();
     let mut segments = Vec::with_capacity(sources.len());
@@ -85,6 +102,10 @@ fn leaf_fields(
     let local = &locals[leaf * t..(leaf + 1) * t];
     let mut fields = Vec::with_capacity(node.bodies());
     for (i, x) in tree.positions[node.begin..node.end].iter().enumerate() {
+        if wanted.is_some_and(|wanted| !wanted[i]) {
+            fields.push(Field::default());
+            continue;
+        }
         let mut field = l2p(basis, local, node.center, *x, powers);
         add_near_sources(
             &mut field,

@@ -310,3 +310,17 @@ pub(crate) fn validate_bodies(positions: &[[f64; 3]], masses: &[f64]) -> Result<
     }
     Ok(())
 }
+
+/// Checks target points: finite coordinates (argument `targets`, index the target's).
+pub(crate) fn validate_targets(targets: &[[f64; 3]]) -> Result<(), FmmError> {
+    for (index, target) in targets.iter().enumerate() {
+        if let Some(&value) = target.iter().find(|x| !x.is_finite()) {
+            return Err(FmmError::NonFinite {
+                argument: "targets",
+                index,
+                value,
+            });
+        }
+    }
+    Ok(())
+}

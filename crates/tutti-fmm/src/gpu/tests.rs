@@ -71,6 +71,7 @@ fn check_twin_matches_near_field(
         lists: &setup.lists,
         basis: &setup.basis,
         partition: &setup.partition,
+        wanted: None,
         softening2: options.softening * options.softening,
         precision: options.far_field,
         m2l_chunk: 1 << 20,
