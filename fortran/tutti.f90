@@ -52,7 +52,7 @@
 module tutti
     use, intrinsic :: iso_c_binding, only: c_int, c_int32_t, c_int64_t, c_size_t, c_double, &
                                            c_double_complex, c_char, c_null_char, c_ptr, &
-                                           c_null_ptr, c_funptr, &
+                                           c_null_ptr, c_funptr, c_null_funptr, &
                                            c_associated, c_f_pointer, c_loc, c_funloc
     use, intrinsic :: iso_fortran_env, only: error_unit
     implicit none
@@ -81,6 +81,11 @@ module tutti
     integer(c_int), parameter, public :: TUTTI_KIND_CPU = 0
     integer(c_int), parameter, public :: TUTTI_KIND_GPU = 1
     integer(c_int), parameter, public :: TUTTI_KIND_AUTO = 2
+
+    ! TuttiKernels: the `kernels` component of tutti_fmm_options_t and tutti_src_options_t.
+    integer(c_int), parameter, public :: TUTTI_KERNELS_AUTO = 0
+    integer(c_int), parameter, public :: TUTTI_KERNELS_ALWAYS = 1
+    integer(c_int), parameter, public :: TUTTI_KERNELS_NEVER = 2
 
     ! TuttiTrainKind
     integer(c_int), parameter, public :: TUTTI_TRAIN_MPS = 0
@@ -116,6 +121,26 @@ module tutti
         type(c_ptr) :: world = c_null_ptr
     end type tutti_resources_t
 
+    ! TuttiProgress: one progress report, valid during the callback only. `task` and `stage`
+    ! are NUL-terminated C strings (tutti_string copies them); `value` holds a figure (the
+    ! SCF energy, the fit's cost) when has_value is 1, NaN otherwise.
+    type, bind(c), public :: tutti_progress_t
+        type(c_ptr) :: task = c_null_ptr
+        type(c_ptr) :: stage = c_null_ptr
+        integer(c_int64_t) :: done = 0
+        integer(c_int64_t) :: total = 0
+        real(c_double) :: value = 0
+        integer(c_int) :: has_value = 0
+    end type tutti_progress_t
+
+    ! TuttiProgressCallback, the `progress` component of every workload's options: `report`
+    ! is c_funloc of a procedure(tutti_progress_fn), or c_null_funptr (the default) for no
+    ! reports; `user_data` is handed back to it untouched.
+    type, bind(c), public :: tutti_progress_callback_t
+        type(c_funptr) :: report = c_null_funptr
+        type(c_ptr) :: user_data = c_null_ptr
+    end type tutti_progress_callback_t
+
     ! TuttiRhfOptions (tutti_rhf_options_default).
     type, bind(c), public :: tutti_rhf_options_t
         type(tutti_resources_t) :: resources
@@ -124,6 +149,7 @@ module tutti
         integer(c_int) :: max_iterations
         real(c_double) :: energy_tolerance
         real(c_double) :: density_tolerance
+        type(tutti_progress_callback_t) :: progress
     end type tutti_rhf_options_t
 
     ! TuttiRhfResult: what tutti_rhf_energy computed (hartree, seconds).
@@ -202,6 +228,7 @@ module tutti
         real(c_double) :: gradient_tolerance
         real(c_double) :: step_tolerance
         real(c_double) :: cost_tolerance
+        type(tutti_progress_callback_t) :: progress
     end type tutti_fit_options_t
 
     ! TuttiFitResult: diagnostics of tutti_fit.
@@ -220,6 +247,9 @@ module tutti
         real(c_double) :: softening
         integer(c_int) :: f32_far_field
         type(tutti_resources_t) :: resources
+        integer(c_int) :: kernels
+        integer(c_int) :: fused_multiply_add
+        type(tutti_progress_callback_t) :: progress
     end type tutti_fmm_options_t
 
     ! TuttiSrcOptions (tutti_src_options_default; set chi_out).
@@ -229,6 +259,8 @@ module tutti
         real(c_double) :: cutoff
         integer(c_int64_t) :: seed
         type(tutti_resources_t) :: resources
+        integer(c_int) :: kernels
+        type(tutti_progress_callback_t) :: progress
     end type tutti_src_options_t
 
     ! ---------------------------------------------------------------------------------------
@@ -305,8 +337,18 @@ module tutti
             real(c_double), intent(out) :: jacobian(n_parameters, n_residuals)
             integer(c_int) :: status
         end function tutti_residual_fn
+
+        ! A progress report (see tutti_progress_t), on the thread of tutti's reporting rank,
+        ! between the steps it reports and never concurrently with itself for one call.
+        ! `user_data` is the options' progress%user_data. Keep it quick; declare it
+        ! `recursive` for the same reason as tutti_residual_fn.
+        recursive subroutine tutti_progress_fn(user_data, progress) bind(c)
+            import :: c_ptr, tutti_progress_t
+            type(c_ptr), value :: user_data
+            type(tutti_progress_t), intent(in) :: progress
+        end subroutine tutti_progress_fn
     end interface
-    public :: tutti_residual_fn
+    public :: tutti_residual_fn, tutti_progress_fn
 
     ! ---------------------------------------------------------------------------------------
     ! The raw interfaces, one per function of include/tutti.h, in the header's order.
@@ -316,6 +358,7 @@ module tutti
     public :: tutti_last_error, tutti_device_count, tutti_device_info
     public :: tutti_fit_options_default, tutti_fit
     public :: tutti_fmm_options_default, tutti_fmm_order_for_accuracy, tutti_fmm
+    public :: tutti_fmm_targets
     public :: tutti_direct_sum
     public :: tutti_free_c, tutti_resources_default, tutti_status_name
     public :: tutti_src_options_default, tutti_src
@@ -468,6 +511,21 @@ module tutti
             type(c_ptr), value :: accel_out
             integer(c_int) :: status
         end function tutti_fmm
+
+        function tutti_fmm_targets(n_sources, sources, masses, n_targets, targets, options, &
+                                   potential_out, accel_out) &
+                bind(c, name="tutti_fmm_targets") result(status)
+            import :: c_int, c_int64_t, c_double, c_ptr
+            integer(c_int64_t), value :: n_sources
+            real(c_double), intent(in) :: sources(*)
+            real(c_double), intent(in) :: masses(*)
+            integer(c_int64_t), value :: n_targets
+            real(c_double), intent(in) :: targets(*)
+            type(c_ptr), value :: options
+            type(c_ptr), value :: potential_out
+            type(c_ptr), value :: accel_out
+            integer(c_int) :: status
+        end function tutti_fmm_targets
 
         function tutti_direct_sum(n, positions, masses, softening, potential_out, accel_out) &
                 bind(c, name="tutti_direct_sum") result(status)
@@ -663,7 +721,7 @@ module tutti
     public :: tutti_gradient_options_default_f, tutti_rhf_gradient_f, tutti_rhf_gradient_free_f
     public :: tutti_last_error_f, tutti_device_count_f, tutti_device_info_f
     public :: tutti_fit_options_default_f, tutti_fit_f
-    public :: tutti_fmm_options_default_f, tutti_fmm_order_for_accuracy_f, tutti_fmm_f
+    public :: tutti_fmm_options_default_f, tutti_fmm_order_for_accuracy_f, tutti_fmm_f, tutti_fmm_targets_f
     public :: tutti_direct_sum_f
     public :: tutti_free_c_f, tutti_resources_default_f, tutti_status_name_f
     public :: tutti_src_options_default_f, tutti_src_f
@@ -969,6 +1027,41 @@ contains
         end if
         call finish(code, 'tutti_fmm_f', status)
     end subroutine tutti_fmm_f
+
+    ! The potential and acceleration that the bodies (sources(:, j), masses(j)) produce at
+    ! each target targets(:, i), by the FMM (tutti_fmm_targets): a source at exactly a
+    ! target's position is left out of that target's sum. `potential` gets size(targets, 2)
+    ! values, `accel` (3, size(targets, 2)).
+    subroutine tutti_fmm_targets_f(sources, masses, targets, potential, accel, options, status)
+        real(c_double), intent(in) :: sources(:, :)
+        real(c_double), intent(in) :: masses(:)
+        real(c_double), intent(in) :: targets(:, :)
+        real(c_double), allocatable, intent(out), optional :: potential(:)
+        real(c_double), allocatable, intent(out), optional :: accel(:, :)
+        type(tutti_fmm_options_t), intent(in), optional, target :: options
+        integer(c_int), intent(out), optional :: status
+        real(c_double), allocatable, target :: phi(:), acc(:, :)
+        type(c_ptr) :: phi_ptr, acc_ptr
+        integer(c_int) :: code
+        character(len=80) :: shapes
+
+        call check_bodies('tutti_fmm_targets_f', sources, masses)
+        if (size(targets, 1) /= 3) then
+            write (shapes, '(a, i0, a, i0, a)') 'targets is ', size(targets, 1), ' x ', &
+                size(targets, 2), ', not 3 x m'
+            call misuse('tutti_fmm_targets_f', trim(shapes))
+        end if
+        call body_outputs(size(targets, 2), present(potential), present(accel), phi, acc, &
+                          phi_ptr, acc_ptr)
+        code = tutti_fmm_targets(int(size(masses), c_int64_t), sources, masses, &
+                                 int(size(targets, 2), c_int64_t), targets, &
+                                 fmm_options_ptr(options), phi_ptr, acc_ptr)
+        if (code == TUTTI_OK) then
+            if (present(potential)) call move_alloc(phi, potential)
+            if (present(accel)) call move_alloc(acc, accel)
+        end if
+        call finish(code, 'tutti_fmm_targets_f', status)
+    end subroutine tutti_fmm_targets_f
 
     ! The same quantities by the direct O(n^2) sum, with Plummer softening `softening`.
     subroutine tutti_direct_sum_f(positions, masses, softening, potential, accel, status)

@@ -134,6 +134,38 @@ typedef int32_t TuttiKind;
 #endif // __cplusplus
 
 /**
+ * Whether a workload's ranks run its device code (kernels) or its host code: the `kernels`
+ * field of `TuttiFmmOptions` and `TuttiSrcOptions`, passed as an `int`.
+ */
+enum TuttiKernels
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : int32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+    /**
+     * The device code on GPU ranks, the host code on simulated devices (the default).
+     */
+    TUTTI_KERNELS_AUTO = 0,
+    /**
+     * The device code on every rank: on a simulated device its host twins, through the
+     * device path (uploads, launches, downloads), which give the host code's bits. How the
+     * GPU path is tested without a GPU; slower than the host code there.
+     */
+    TUTTI_KERNELS_ALWAYS = 1,
+    /**
+     * The host code on every rank, GPU ranks included.
+     */
+    TUTTI_KERNELS_NEVER = 2,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum TuttiKernels TuttiKernels;
+#else
+typedef int32_t TuttiKernels;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
  * Whether a train is a state or an operator; passed as an `int`.
  */
 enum TuttiTrainKind
@@ -261,6 +293,65 @@ typedef struct TuttiResources {
 } TuttiResources;
 
 /**
+ * One progress report: `done` of `total` steps of `stage` of `task`. Valid only during the
+ * call that receives it (copy the strings to keep them).
+ */
+typedef struct TuttiProgress {
+    /**
+     * The workload, NUL-terminated: "fmm", "scf", "fit" or "sweep".
+     */
+    const char *task;
+    /**
+     * The step just finished (a phase such as "far field", "iteration") or, for the sweep,
+     * the pass in progress ("sketch (left to right)", "orthogonalize (right to left)"),
+     * NUL-terminated.
+     */
+    const char *stage;
+    /**
+     * Steps done, counting this one.
+     */
+    uint64_t done;
+    /**
+     * Steps in all; 0 when unknown (for iterations it is the iteration limit).
+     */
+    uint64_t total;
+    /**
+     * The figure the stage tracks when `has_value` is 1: the SCF energy (hartree), the
+     * fit's cost. NaN when `has_value` is 0.
+     */
+    double value;
+    /**
+     * 1 when `value` holds a figure, else 0.
+     */
+    int has_value;
+} TuttiProgress;
+
+/**
+ * Receives a progress report: `user_data` as given in the `TuttiProgressCallback`, and the
+ * report, valid only during the call.
+ *
+ * It is called on the thread of the reporting rank (rank 0; in a call split among MPI
+ * processes, only on the process holding rank 0), between the steps it reports, never
+ * concurrently with itself for one call; it should return quickly. It must not call back
+ * into tutti for the same workload.
+ */
+typedef void (*TuttiProgressFn)(void *user_data, const struct TuttiProgress *progress);
+
+/**
+ * Where a long call reports its progress. The default (`report` NULL) reports nothing.
+ */
+typedef struct TuttiProgressCallback {
+    /**
+     * The function called with each report; NULL for none.
+     */
+    TuttiProgressFn report;
+    /**
+     * Passed back to `report` untouched.
+     */
+    void *user_data;
+} TuttiProgressCallback;
+
+/**
  * Options of `tutti_rhf_energy` and `tutti_rhf_energy_bohr`. Start from
  * `tutti_rhf_options_default`.
  */
@@ -293,6 +384,11 @@ typedef struct TuttiRhfOptions {
      * ... and no density-matrix element by more than this (default 1e-8).
      */
     double density_tolerance;
+    /**
+     * Where progress is reported (default: nowhere; see `TuttiProgressCallback`). Each SCF
+     * iteration (stage "iteration", `total` the iteration limit), with the energy.
+     */
+    struct TuttiProgressCallback progress;
 } TuttiRhfOptions;
 
 /**
@@ -550,6 +646,11 @@ typedef struct TuttiFitOptions {
      * Stop when an accepted step lowers the cost by at most this fraction (default 1e-14).
      */
     double cost_tolerance;
+    /**
+     * Where progress is reported (default: nowhere; see `TuttiProgressCallback`). Each
+     * iteration (stage "iteration", `total` the iteration limit), with the cost.
+     */
+    struct TuttiProgressCallback progress;
 } TuttiFitOptions;
 
 /**
@@ -627,6 +728,21 @@ typedef struct TuttiFmmOptions {
      * count; memory caps too small for the evaluation are refused up front.
      */
     struct TuttiResources resources;
+    /**
+     * `TUTTI_KERNELS_AUTO` (default: M2L and P2P as device kernels on GPU ranks, host code on
+     * simulated devices), `TUTTI_KERNELS_ALWAYS` or `TUTTI_KERNELS_NEVER`.
+     */
+    int kernels;
+    /**
+     * Non-zero (default 1): the GPU kernels may fuse multiply-adds, as the host code's
+     * compiler may not; 0 makes a GPU's results the host code's bits.
+     */
+    int fused_multiply_add;
+    /**
+     * Where progress is reported (default: nowhere; see `TuttiProgressCallback`). Each of the
+     * five phases ("tree", "upward", "far field", "near field", "gather") as it ends.
+     */
+    struct TuttiProgressCallback progress;
 } TuttiFmmOptions;
 
 /**
@@ -658,6 +774,17 @@ typedef struct TuttiSrcOptions {
      * `tutti_resources_default`, every GPU or one simulated device on all cores).
      */
     struct TuttiResources resources;
+    /**
+     * `TUTTI_KERNELS_AUTO` (default: the sweep's contractions on the device for GPU ranks,
+     * on the host for simulated devices), `TUTTI_KERNELS_ALWAYS` or `TUTTI_KERNELS_NEVER`.
+     */
+    int kernels;
+    /**
+     * Where progress is reported (default: nowhere; see `TuttiProgressCallback`). Each site
+     * of each pass as it starts: stage "sketch (left to right)", then "orthogonalize (right to
+     * left)".
+     */
+    struct TuttiProgressCallback progress;
 } TuttiSrcOptions;
 
 #ifdef __cplusplus
@@ -945,6 +1072,39 @@ int tutti_fmm(int64_t n,
               const struct TuttiFmmOptions *options,
               double *potential_out,
               double *accel_out);
+
+/**
+ * Computes the potential and acceleration that `n_sources` sources produce at each of
+ * `n_targets` separate points, by the fast multipole method on the devices of
+ * `options->resources` (one tree over sources and targets, as FMM3D's; bit-identical for
+ * any device count):
+ * `phi(t) = -sum_j m_j / sqrt(|t - x_j|^2 + eps^2)`, `a(t) = -grad phi(t)`. A source at
+ * exactly a target's position is left out of that target's sum (FMM3D's convention), so a
+ * target at a source gets what `tutti_fmm` gives that source.
+ *
+ * Inputs: `sources` (`n_sources * 3` doubles, row-major), `masses` (`n_sources`, any sign),
+ * `targets` (`n_targets * 3` doubles, row-major; duplicates allowed), `options` (NULL for
+ * the defaults). Outputs (caller-owned, written only on success, each may be NULL):
+ * `potential_out` (`n_targets` doubles), `accel_out` (`n_targets * 3` doubles). A count of 0
+ * is allowed: the arrays it sizes may be NULL; no sources give zero fields.
+ *
+ * Errors as for `tutti_fmm`, the sources named `positions` in messages about them: NaN or
+ * infinite coordinates (a target's message names its index), two sources at one position
+ * without softening, overlapping arrays, bad options.
+ *
+ * # Safety
+ * Each array is NULL only when its count is 0, else readable (inputs) or writable
+ * (outputs) for the lengths above, the outputs not overlapping anything (an overlap is
+ * refused, not undefined); `options` as for `tutti_fmm`.
+ */
+int tutti_fmm_targets(int64_t n_sources,
+                      const double *sources,
+                      const double *masses,
+                      int64_t n_targets,
+                      const double *targets,
+                      const struct TuttiFmmOptions *options,
+                      double *potential_out,
+                      double *accel_out);
 
 /**
  * Computes the potential and acceleration of each of `n` bodies by the direct O(n^2) sum

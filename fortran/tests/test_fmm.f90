@@ -16,12 +16,49 @@
 !   request; a request below the best measured error is refused;
 ! - the error paths: a NaN position, coincident bodies, order 13, zero devices, a 16 KiB
 !   device cap (each field of the options reaches tutti at its place).
+! - tutti_fmm_targets_f at 11 separate targets (one at a body) against a direct sum written
+!   here, 1e-4 as for the bodies; a NaN target is refused;
+! - a progress callback (options%progress) receives the five phases in order, on 2 devices,
+!   and changes no bit of the result.
 ! Stops with a non-zero exit code when a check fails.
+module test_fmm_progress
+    use, intrinsic :: iso_c_binding, only: c_int, c_ptr, c_f_pointer
+    use tutti, only: tutti_progress_t, tutti_string
+    implicit none
+    private
+    public :: count_phases
+
+contains
+
+    ! The progress callback: user_data points to an integer(c_int) count of the reports so
+    ! far; a report that is not the next phase sets the count to -1000.
+    recursive subroutine count_phases(user_data, progress) bind(c)
+        type(c_ptr), value :: user_data
+        type(tutti_progress_t), intent(in) :: progress
+        character(len=10), parameter :: phases(5) = [character(len=10) :: 'tree', 'upward', &
+                                                     'far field', 'near field', 'gather']
+        integer(c_int), pointer :: seen
+
+        call c_f_pointer(user_data, seen)
+        seen = seen + 1
+        if (seen < 1 .or. seen > 5) then
+            seen = -1000
+        else if (tutti_string(progress%task) /= 'fmm' &
+                 .or. tutti_string(progress%stage) /= trim(phases(seen)) &
+                 .or. progress%done /= seen .or. progress%total /= 5 &
+                 .or. progress%has_value /= 0) then
+            seen = -1000
+        end if
+    end subroutine count_phases
+end module test_fmm_progress
+
 program test_fmm
-    use, intrinsic :: iso_c_binding, only: c_int, c_int64_t, c_double
+    use, intrinsic :: iso_c_binding, only: c_int, c_int64_t, c_double, c_loc, c_funloc, &
+                                           c_associated
     use, intrinsic :: ieee_arithmetic, only: ieee_value, ieee_quiet_nan
     use tutti
     use checks
+    use test_fmm_progress, only: count_phases
     implicit none
 
     integer, parameter :: N = 400
@@ -39,6 +76,8 @@ contains
         real(c_double) :: accel_error, potential_error, low_order_error, measured
         type(tutti_fmm_options_t) :: options, bad
         integer(c_int) :: status, order
+        integer(c_int), target :: reports
+        real(c_double) :: targets(3, 11), phi_t(11), acc_t(3, 11)
         integer :: i, seed
 
         seed = 2026
@@ -72,8 +111,11 @@ contains
                    .and. options%f32_far_field == 0 &
                    .and. options%resources%kind == TUTTI_KIND_AUTO &
                    .and. options%resources%devices == TUTTI_ALL_DEVICES &
-                   .and. options%resources%device_memory_bytes == 0, &
-                   'defaults: order 7, theta 0.5, leaf size 64, no softening, f64, AUTO, all')
+                   .and. options%resources%device_memory_bytes == 0 &
+                   .and. options%kernels == TUTTI_KERNELS_AUTO &
+                   .and. options%fused_multiply_add == 1, &
+                   'defaults: order 7, theta 0.5, leaf size 64, no softening, f64, AUTO, all, ' &
+                   // 'kernels AUTO with FMA')
 
         ! The FMM against the direct sum.
         options%resources%kind = TUTTI_KIND_CPU
@@ -98,6 +140,36 @@ contains
         call tutti_fmm_f(positions, masses, phi2, acc2, options, status)
         call check(status == TUTTI_OK .and. all(phi2 == phi) .and. all(acc2 == acc), &
                    '2 devices give the same bits as 1')
+
+        ! Separate targets: the first 10 bodies, moved by a quarter of the box, and body 1
+        ! itself, against the direct sum written here (which leaves a coincident source out).
+        targets(:, 1:10) = positions(:, 1:10) + 0.25_c_double
+        targets(:, 11) = positions(:, 1)
+        call tutti_fmm_targets_f(positions, masses, targets, phi2, acc2, options, status)
+        call check(status == TUTTI_OK .and. size(phi2) == 11 .and. size(acc2, 2) == 11, &
+                   'tutti_fmm_targets_f at 11 targets: ' // tutti_last_error_f())
+        call direct_at_targets_here(positions, masses, targets, phi_t, acc_t)
+        call check(relative_l2(pack(acc2, .true.), pack(acc_t, .true.)) <= 1e-4_c_double &
+                   .and. relative_l2(phi2, phi_t) <= 1e-4_c_double, 'the fields at targets ' &
+                   // 'are within 1e-4 of the direct sum (accel ' &
+                   // etoa(relative_l2(pack(acc2, .true.), pack(acc_t, .true.))) // ')')
+        targets(2, 4) = ieee_value(targets(2, 4), ieee_quiet_nan)
+        call tutti_fmm_targets_f(positions, masses, targets, phi2, options=options, &
+                                 status=status)
+        call check(status == TUTTI_ERROR_INVALID_ARGUMENT &
+                   .and. index(tutti_last_error_f(), 'target') > 0, &
+                   'a NaN target is refused: "' // tutti_last_error_f() // '"')
+
+        ! Progress: the five phases in order, and the same bits.
+        call check(.not. c_associated(options%progress%user_data), 'no progress by default')
+        reports = 0
+        options%progress%report = c_funloc(count_phases)
+        options%progress%user_data = c_loc(reports)
+        call tutti_fmm_f(positions, masses, phi2, acc2, options, status)
+        call check(status == TUTTI_OK .and. reports == 5, 'the progress callback got the ' &
+                   // 'five phases in order (' // itoa(reports) // ' reports)')
+        call check(all(phi2 == phi) .and. all(acc2 == acc), 'reporting changes no bit')
+        options%progress = tutti_progress_callback_t()
 
         ! The order for an accuracy, from tutti's committed measurements.
         call tutti_fmm_order_for_accuracy_f(1e-4_c_double, order, measured, status)
@@ -180,6 +252,27 @@ contains
             end do
         end do
     end subroutine direct_sum_here
+
+    ! The field of the bodies (x, m) at each target t(:, i), leaving out a body at t(:, i).
+    subroutine direct_at_targets_here(x, m, t, phi, acc)
+        real(c_double), intent(in) :: x(:, :), m(:), t(:, :)
+        real(c_double), intent(out) :: phi(:), acc(:, :)
+        real(c_double) :: d(3), r2, inv
+        integer :: i, j
+
+        phi = 0
+        acc = 0
+        do i = 1, size(t, 2)
+            do j = 1, size(m)
+                d = t(:, i) - x(:, j)
+                r2 = sum(d * d)
+                if (r2 == 0) cycle
+                inv = 1 / sqrt(r2)
+                phi(i) = phi(i) - m(j) * inv
+                acc(:, i) = acc(:, i) - m(j) * inv**3 * d
+            end do
+        end do
+    end subroutine direct_at_targets_here
 
     ! A number in (0, 1) from the Park-Miller minimal standard generator (exact in integers).
     function uniform(state) result(value)

@@ -25,6 +25,9 @@ def test_header_version_is_the_cargo_version(header: str, cargo_version: str) ->
 def test_python_status_and_kinds_match_the_header(header: str) -> None:
     assert header_enum(header, "TuttiStatus") == {f"TUTTI_{s.name}": s.value for s in tutti.Status}
     assert header_enum(header, "TuttiKind") == {f"TUTTI_KIND_{k.name}": k.value for k in tutti.Kind}
+    assert header_enum(header, "TuttiKernels") == {
+        f"TUTTI_KERNELS_{k.name}": k.value for k in tutti.Kernels
+    }
     assert int(header_defines(header)["TUTTI_MAX_SIMULATED_DEVICES"]) == tutti.MAX_SIMULATED_DEVICES
     assert header_enum(header, "TuttiTrainKind") == {
         f"TUTTI_TRAIN_{k.name}": k.value for k in tutti.TrainKind
@@ -184,6 +187,7 @@ def test_fortran_module_matches_the_header(header: str, repo: Path) -> None:
     expected = {
         **header_enum(header, "TuttiStatus"),
         **header_enum(header, "TuttiKind"),
+        **header_enum(header, "TuttiKernels"),
         **header_enum(header, "TuttiTrainKind"),
         **header_enum(header, "TuttiDtype"),
         **{
@@ -239,6 +243,25 @@ def test_fortran_callback_matches_the_header(header: str, repo: Path) -> None:
     assert len(fortran.group(1).split(",")) == len(c_params)
 
 
+def test_fortran_progress_callback_matches_the_header(header: str, repo: Path) -> None:
+    text = fortran_source(repo)
+    match = re.search(r"typedef void \(\*TuttiProgressFn\)\(([^;]*)\);", header)
+    assert match, "TuttiProgressFn not found in the header"
+    assert " ".join(match.group(1).split()) == (
+        "void *user_data, const struct TuttiProgress *progress"
+    )
+    fortran = re.search(
+        r"subroutine\s+tutti_progress_fn\s*\(\s*user_data\s*,\s*progress\s*\)\s*bind\(c\)"
+        r"(.*?)end subroutine",
+        text,
+        flags=re.IGNORECASE | re.DOTALL,
+    )
+    assert fortran, "no bind(C) abstract interface tutti_progress_fn(user_data, progress)"
+    body = " ".join(fortran.group(1).split()).lower()
+    assert "type(c_ptr), value :: user_data" in body
+    assert "type(tutti_progress_t), intent(in) :: progress" in body
+
+
 # C member types and the Fortran declarations that mirror them in a bind(C) type.
 FORTRAN_SCALARS = {
     "int": "integer(c_int)",
@@ -267,6 +290,8 @@ def fortran_mirrors(ctype: str, declaration: str) -> bool:
     """Whether a bind(C) component declaration can stand for a member of C type `ctype`."""
     if "*" in ctype:
         return declaration == "type(c_ptr)"
+    if ctype.endswith("Fn"):  # function-pointer typedefs
+        return declaration == "type(c_funptr)"
     bare = ctype.removeprefix("const ").removeprefix("struct ")
     if bare.startswith("Tutti"):
         snake = re.sub(r"(?<!^)([A-Z])", r"_\1", bare.removeprefix("Tutti")).lower()

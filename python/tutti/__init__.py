@@ -21,6 +21,7 @@ The package is split by job, one module per workload, each holding its own ctype
 the header's structs and declaring its own functions: ``_lib`` (loading, statuses,
 :class:`TuttiError`), ``devices``, ``resources`` (:class:`Resources`, where a call runs), ``world``
 (:class:`World`, MPI processes a call is split among),
+``progress`` (:class:`Progress`, what every workload's ``progress=`` callable receives),
 ``fit``, ``chem`` (RHF energy and gradient), ``fmm``, ``sweep`` (:class:`Train`,
 :func:`src`). Everything public is re-exported here.
 """
@@ -30,6 +31,7 @@ from __future__ import annotations
 __all__ = [
     "__version__",
     "Kind",
+    "Kernels",
     "Status",
     "TuttiError",
     "InvalidArgumentError",
@@ -64,6 +66,7 @@ __all__ = [
     "Dtype",
     "Train",
     "src",
+    "Progress",
 ]
 
 #: The most simulated (CPU) devices one selection may open (TUTTI_MAX_SIMULATED_DEVICES).
@@ -76,6 +79,7 @@ from ._lib import (
     InputOutputError,
     InternalError,
     InvalidArgumentError,
+    Kernels,
     Kind,
     NotConvergedError,
     NullPointerError,
@@ -104,6 +108,7 @@ from .chem import (
     rhf_energy,
     rhf_gradient,
 )
+from .progress import Progress, _CProgress, _CProgressCallback
 from .fmm import _CFmmOptions, direct_sum, fmm, order_for_accuracy
 from .sweep import Dtype, Train, TrainKind, _CSrcOptions, src
 

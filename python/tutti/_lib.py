@@ -41,6 +41,33 @@ class Kind(enum.IntEnum):
     AUTO = 2
 
 
+class Kernels(enum.IntEnum):
+    """TuttiKernels: whether a workload's ranks run its device code or its host code.
+
+    ``AUTO`` (the default): the device code on GPU ranks, the host code on simulated devices;
+    ``ALWAYS``: the device code everywhere (on simulated devices its host twins, which give
+    the host code's bits: how the GPU path is tested without a GPU); ``NEVER``: the host code
+    everywhere, GPU ranks included.
+    """
+
+    AUTO = 0
+    ALWAYS = 1
+    NEVER = 2
+
+    @classmethod
+    def _coerce(cls, value, function: str) -> "Kernels":
+        """``value`` as a member: a member, its value, or its name in any case."""
+        try:
+            if isinstance(value, str):
+                return cls[value.upper()]
+            return cls(value)
+        except (KeyError, ValueError):
+            raise TuttiError(
+                Status.ERROR_INVALID_ARGUMENT,
+                f"{function}: `kernels` is {value!r}: expected 'auto', 'always' or 'never'",
+            ) from None
+
+
 
 class TuttiError(Exception):
     """A tutti call failed.

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from . import molecule as _molecule
 from ._lib import _check, _int, declare, lib
+from .progress import _CProgressCallback, _ProgressHook
 from .resources import Resources, _c_resources, _CResources
 from .world import _entering_library, spans_world
 
@@ -23,6 +24,7 @@ class _CRhfOptions(ctypes.Structure):
         ("max_iterations", ctypes.c_int),
         ("energy_tolerance", ctypes.c_double),
         ("density_tolerance", ctypes.c_double),
+        ("progress", _CProgressCallback),
     ]
 
 
@@ -189,6 +191,7 @@ def rhf_energy(
     charge: int = 0,
     cartesian: bool = False,
     max_iterations: int | None = None,
+    progress=None,
 ) -> RhfEnergy:
     """Closed-shell RHF energy of a molecule (``tutti_rhf_energy``).
 
@@ -203,7 +206,9 @@ def rhf_energy(
     agrees with one to rounding (1e-12 relative). A basis or element the library does not
     know, or a bad device request, raises TuttiError with ``Status.ERROR_INVALID_ARGUMENT``;
     a memory cap too small for the run, ``Status.ERROR_OUT_OF_MEMORY`` (before any work); an
-    SCF that does not converge, ``Status.ERROR_NOT_CONVERGED``.
+    SCF that does not converge, ``Status.ERROR_NOT_CONVERGED``. ``progress``, a callable,
+    receives a :class:`tutti.Progress` after each SCF iteration, with its energy as
+    ``value`` (``tutti.progress`` says how an exception in it is raised).
     """
     import json
 
@@ -215,6 +220,8 @@ def rhf_energy(
     options.cartesian = 1 if cartesian else 0
     if max_iterations is not None:
         options.max_iterations = _int(max_iterations, "max_iterations").value
+    hook = _ProgressHook(progress, "rhf_energy")
+    options.progress = hook.c
     result = _CRhfResult()
     text = ctypes.c_void_p()
     basis_c = os.fsencode(basis)
@@ -238,8 +245,12 @@ def rhf_energy(
             ctypes.byref(result),
             ctypes.byref(text),
         )
-    _check(status)
     del keepalive  # the struct's pointers were read during the call
+    if hook.raised:
+        if status == 0:
+            _check(lib.tutti_free_c(text))
+        hook.raise_pending()
+    _check(status)
     try:
         summary = json.loads(ctypes.string_at(text.value).decode("utf-8"))
     finally:
@@ -267,12 +278,13 @@ def rhf_gradient(
     charge: int = 0,
     cartesian: bool = False,
     max_iterations: int | None = None,
+    progress=None,
 ) -> RhfGradient:
     """The RHF energy and its gradient with respect to every exponent and library
     contraction coefficient of every shell on every atom (``tutti_rhf_gradient``).
 
-    ``molecule``, ``unit``, ``basis``, ``resources``, ``charge``, ``cartesian`` and ``max_iterations`` are
-    as for :func:`rhf_energy`; the devices of ``resources`` run every loop, SCF and gradient
+    ``molecule``, ``unit``, ``basis``, ``resources``, ``charge``, ``cartesian``,
+    ``max_iterations`` and ``progress`` (the SCF's iterations) are as for :func:`rhf_energy`; the devices of ``resources`` run every loop, SCF and gradient
     (any device count agrees with one to 1e-10 relative).
     ``serial`` runs the serial reference implementation. The convention is PySCF's: each
     contracted function is renormalized, and the derivatives include that renormalization.
@@ -295,20 +307,26 @@ def rhf_gradient(
     options.serial = 1 if serial else 0
     if max_iterations is not None:
         options.rhf.max_iterations = _int(max_iterations, "max_iterations").value
+    hook = _ProgressHook(progress, "rhf_gradient")
+    options.rhf.progress = hook.c
     result = _CRhfGradient()
     text = ctypes.c_void_p()
     xyz_c, basis_c = str(xyz).encode("utf-8"), os.fsencode(basis)
     _entering_library()
-    _check(
-        lib.tutti_rhf_gradient(
-            xyz_c,
-            basis_c,
-            ctypes.byref(options),
-            ctypes.byref(result),
-            ctypes.byref(text),
-        )
+    status = lib.tutti_rhf_gradient(
+        xyz_c,
+        basis_c,
+        ctypes.byref(options),
+        ctypes.byref(result),
+        ctypes.byref(text),
     )
     del keepalive  # the struct's pointers were read during the call
+    if hook.raised:
+        if status == 0:
+            _check(lib.tutti_free_c(text))
+            _check(lib.tutti_rhf_gradient_free(ctypes.byref(result)))
+        hook.raise_pending()
+    _check(status)
     try:
         n = result.n_primitives
         arrays = {

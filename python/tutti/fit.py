@@ -6,6 +6,7 @@ import ctypes
 from dataclasses import dataclass
 
 from ._lib import Status, TuttiError, _check, _int, declare, lib
+from .progress import _CProgressCallback, _ProgressHook
 from .resources import Resources, _c_resources, _CResources
 from .world import _entering_library, spans_world
 
@@ -19,6 +20,7 @@ class _CFitOptions(ctypes.Structure):
         ("gradient_tolerance", ctypes.c_double),
         ("step_tolerance", ctypes.c_double),
         ("cost_tolerance", ctypes.c_double),
+        ("progress", _CProgressCallback),
     ]
 
 
@@ -85,6 +87,7 @@ def fit(
     *,
     resources: Resources | None = None,
     max_iterations: int | None = None,
+    progress=None,
 ) -> FitResult:
     """Least-squares fit through a Python callback (``tutti_fit``).
 
@@ -102,6 +105,9 @@ def fit(
     around the rejected point: an ``Exception`` is raised here as the ``__cause__`` of a
     TuttiError (``Status.ERROR_CALLBACK`` unless the library failed otherwise), and a
     ``KeyboardInterrupt`` or ``SystemExit`` is re-raised as itself.
+
+    ``progress``, a callable, receives a :class:`tutti.Progress` after each iteration, with
+    the cost as ``value`` (``tutti.progress`` says how an exception in it is raised).
     """
     counts = [int(c) for c in residual_counts]
     start = [float(x) for x in initial]
@@ -134,6 +140,8 @@ def fit(
     options.resources, keepalive = _c_resources(resources)
     if max_iterations is not None:
         options.max_iterations = int(max_iterations)
+    hook = _ProgressHook(progress, "fit")
+    options.progress = hook.c
     counts_c = (ctypes.c_int * max(len(counts), 1))(*counts)
     initial_c = (ctypes.c_double * max(n, 1))(*start)
     parameters_c = (ctypes.c_double * max(n, 1))()
@@ -154,6 +162,7 @@ def fit(
         ctypes.byref(result_c),
     )
     del keepalive  # the struct's pointers were read during the call
+    hook.raise_pending()
     if raised:
         first = raised[0]
         if not isinstance(first, Exception):  # KeyboardInterrupt, SystemExit: as themselves

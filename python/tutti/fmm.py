@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import ctypes
 
-from ._lib import Status, TuttiError, _check, _int, declare, lib
+from ._lib import Kernels, Status, TuttiError, _check, _int, declare, lib
+from .progress import _CProgressCallback, _ProgressHook
 from .resources import Resources, _c_resources, _CResources
 from .world import _entering_library, spans_world
 
@@ -20,6 +21,9 @@ class _CFmmOptions(ctypes.Structure):
         ("softening", ctypes.c_double),
         ("f32_far_field", ctypes.c_int),
         ("resources", _CResources),
+        ("kernels", ctypes.c_int),
+        ("fused_multiply_add", ctypes.c_int),
+        ("progress", _CProgressCallback),
     ]
 
 
@@ -31,6 +35,19 @@ declare(
             [
                 ctypes.c_int64,
                 _double_p,
+                _double_p,
+                ctypes.POINTER(_CFmmOptions),
+                _double_p,
+                _double_p,
+            ],
+            ctypes.c_int,
+        ),
+        "tutti_fmm_targets": (
+            [
+                ctypes.c_int64,
+                _double_p,
+                _double_p,
+                ctypes.c_int64,
                 _double_p,
                 ctypes.POINTER(_CFmmOptions),
                 _double_p,
@@ -83,8 +100,9 @@ def _bodies(positions, masses, function: str):
     return x, m
 
 
-def _fields(function, positions, masses, last):
-    """Runs tutti_fmm or tutti_direct_sum into fresh numpy arrays (potential, accel)."""
+def _fields(function, positions, masses, last, hook: _ProgressHook | None = None):
+    """Runs tutti_fmm or tutti_direct_sum into fresh numpy arrays (potential, accel); an
+    exception of ``hook``'s callable comes before the call's status."""
     import numpy as np
 
     x, m = _bodies(positions, masses, function.__name__)
@@ -95,7 +113,34 @@ def _fields(function, positions, masses, last):
     # Empty arrays have no data pointer numpy guarantees; tutti reads nothing when n = 0.
     pointer = lambda a: a.ctypes.data_as(double_p) if a.size else double_p()  # noqa: E731
     _entering_library()
-    _check(function(n, pointer(x), pointer(m), last, pointer(potential), pointer(accel)))
+    status = function(n, pointer(x), pointer(m), last, pointer(potential), pointer(accel))
+    if hook is not None:
+        hook.raise_pending()
+    _check(status)
+    return potential, accel
+
+
+def _target_fields(positions, masses, targets, options, hook: _ProgressHook):
+    """Runs tutti_fmm_targets into fresh numpy arrays (potential, accel) at ``targets``."""
+    import numpy as np
+
+    x, m = _bodies(positions, masses, "fmm")
+    t = np.ascontiguousarray(targets, dtype=np.float64)
+    if t.ndim != 2 or t.shape[1] != 3:
+        raise TuttiError(
+            Status.ERROR_INVALID_ARGUMENT, f"fmm: `targets` must have shape (M, 3), got {t.shape}"
+        )
+    potential = np.empty(t.shape[0])
+    accel = np.empty((t.shape[0], 3))
+    double_p = ctypes.POINTER(ctypes.c_double)
+    pointer = lambda a: a.ctypes.data_as(double_p) if a.size else double_p()  # noqa: E731
+    _entering_library()
+    status = lib.tutti_fmm_targets(
+        x.shape[0], pointer(x), pointer(m), t.shape[0], pointer(t), options,
+        pointer(potential), pointer(accel),
+    )
+    hook.raise_pending()
+    _check(status)
     return potential, accel
 
 
@@ -110,6 +155,10 @@ def fmm(
     f32_far_field: bool = False,
     resources: Resources | None = None,
     eps: float | None = None,
+    progress=None,
+    kernels: Kernels | str = Kernels.AUTO,
+    fused_multiply_add: bool = True,
+    targets=None,
 ):
     """Potentials (N,) and accelerations (N, 3) of N bodies by the fast multipole method.
 
@@ -123,7 +172,17 @@ def fmm(
     ``eps`` asks for a relative L2 error on accelerations instead of an order: tutti picks
     the lowest order measured to reach it (:func:`order_for_accuracy`, which also says what
     that order achieved) at theta 0.5; give ``eps`` or ``order``/``theta``, not both.
-    Returns ``(potential, accel)`` as float64 numpy arrays.
+    ``progress``, a callable, receives a :class:`tutti.Progress` as each of the five phases
+    ends (``tutti.progress`` says how an exception in it is raised). ``kernels`` (a
+    :class:`tutti.Kernels` or its name) says whether M2L and P2P run as device kernels;
+    ``fused_multiply_add=False`` makes a GPU's kernels give the host code's bits.
+    ``targets`` (M, 3), when given, asks for the fields at those points instead of at the
+    bodies (``tutti_fmm_targets``: one tree over both, as FMM3D's): a body at exactly a
+    target's position is left out of that target's sum, so a target at a body gets the
+    body's own field; duplicates are fine. ``eps`` picks the order from errors measured at the
+    bodies: at separate targets expect the same order of magnitude, not the bound itself.
+    Returns ``(potential, accel)`` as float64 numpy
+    arrays, (N,) and (N, 3), or (M,) and (M, 3) with ``targets``.
     """
     options = _CFmmOptions()
     _check(lib.tutti_fmm_options_default(ctypes.byref(options)))
@@ -142,8 +201,15 @@ def fmm(
         options.leaf_size = _int(leaf_size, "leaf_size").value
     options.softening = float(softening)
     options.f32_far_field = int(bool(f32_far_field))
+    options.kernels = int(Kernels._coerce(kernels, "fmm"))
+    options.fused_multiply_add = int(bool(fused_multiply_add))
     options.resources, keepalive = _c_resources(resources)
-    fields = _fields(lib.tutti_fmm, positions, masses, ctypes.byref(options))
+    hook = _ProgressHook(progress, "fmm")
+    options.progress = hook.c
+    if targets is None:
+        fields = _fields(lib.tutti_fmm, positions, masses, ctypes.byref(options), hook)
+    else:
+        fields = _target_fields(positions, masses, targets, ctypes.byref(options), hook)
     del keepalive  # the struct's pointers were read during the call
     return fields
 

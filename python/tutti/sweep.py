@@ -8,7 +8,9 @@ import enum
 import os
 import threading
 
-from ._lib import Status, TuttiError, _check, _int, declare, lib
+from ._lib import Kernels, Status, TuttiError, _check, _int, declare, lib
+from ._quimb import quimb_cores, to_quimb
+from .progress import _CProgressCallback, _ProgressHook
 from .resources import Resources, _c_resources, _CResources
 from .world import _entering_library, spans_world
 
@@ -37,6 +39,8 @@ class _CSrcOptions(ctypes.Structure):
         ("cutoff", ctypes.c_double),
         ("seed", ctypes.c_uint64),
         ("resources", _CResources),
+        ("kernels", ctypes.c_int),
+        ("progress", _CProgressCallback),
     ]
 
 
@@ -92,6 +96,13 @@ class Train:
     train, else float64. The handle is released by :meth:`close`, by leaving a ``with`` block,
     or when the object is collected.
 
+    ``cores`` may also be a quimb ``MatrixProductState`` or ``MatrixProductOperator`` (an
+    open chain, one tensor per site), read by index names: an MPO's upper indices
+    (``upper_ind``, quimb's ``'k{}'``) are the output legs ``d_out`` and its lower ones
+    (``'b{}'``) the inputs ``d_in``, as in quimb's ``mpo.apply(mps)``; float32 and complex64
+    are widened. Any other quimb network, or a cyclic one, is an ``InvalidArgumentError``.
+    :meth:`to_quimb` converts back.
+
     A train may be used by several threads at once. :meth:`close` while another thread's call
     on the same train is running is safe: later calls raise TuttiError at once, and the
     handle is released when the last running call returns.
@@ -107,6 +118,9 @@ class Train:
             return
         import numpy as np
 
+        from_quimb = quimb_cores(cores)
+        if from_quimb is not None:
+            cores = from_quimb
         arrays = [np.asarray(core) for core in cores]
         if not arrays:
             raise TuttiError(Status.ERROR_INVALID_ARGUMENT, "Train: `cores` is empty")
@@ -224,6 +238,13 @@ class Train:
             result.append(core)
         return result
 
+    def to_quimb(self):
+        """A copy as a quimb ``MatrixProductState`` or ``MatrixProductOperator``, with quimb's
+        default names: site (for an MPO upper, output) indices ``'k{}'``, an MPO's lower
+        (input) indices ``'b{}'``, site tags ``'I{}'``; float64 or complex128 as the train.
+        Needs quimb installed (``ModuleNotFoundError`` otherwise)."""
+        return to_quimb(self.cores(), operator=self.kind == TrainKind.MPO)
+
     def write_dir(self, path) -> None:
         """Writes the train as a directory of ``.npy`` files, atomically."""
         with self._live() as handle:
@@ -287,17 +308,23 @@ def src(
     cutoff: float = 0.0,
     seed: int = 0,
     resources: Resources | None = None,
+    kernels: Kernels | str = Kernels.AUTO,
+    progress=None,
 ) -> Train:
     """The product of a stack of trains compressed to bonds <= ``chi`` by SRC (``tutti_src``).
 
-    ``trains`` (``Train`` objects, or lists of numpy cores converted on the fly) are in
-    mathematical order: ``src([h, psi], 16)`` is H|psi>. An MPS may only come first (a bra,
+    ``trains`` (``Train`` objects, or what :class:`Train` takes: lists of numpy cores, quimb
+    MPS and MPO objects, converted on the fly) are in mathematical order: ``src([h, psi],
+    16)`` is H|psi> (for quimb objects, ``h.apply(psi)``). An MPS may only come first (a bra,
     not conjugated) or last. The sweep is split among the devices of ``resources`` (a
     :class:`tutti.Resources`; ``None``: every GPU, else one simulated device using all cores);
     the result does not depend on how many beyond rounding, and is exact when
     ``chi + oversample`` reaches every bond of the exact product. The sweep's memory is
     planned first: a cap in ``resources`` too small for it raises
-    (``Status.ERROR_OUT_OF_MEMORY``, with the numbers) before any work.
+    (``Status.ERROR_OUT_OF_MEMORY``, with the numbers) before any work. ``kernels`` (a
+    :class:`tutti.Kernels` or its name) says whether the contractions run as device code.
+    ``progress``, a callable, receives a :class:`tutti.Progress` as each site of each pass
+    starts (``tutti.progress`` says how an exception in it is raised).
     """
     owned = [t if isinstance(t, Train) else Train(t) for t in trains]
     if not owned:
@@ -311,12 +338,21 @@ def src(
         raise TuttiError(Status.ERROR_INVALID_ARGUMENT, f"src: seed {seed} is not a u64")
     options.seed = int(seed)
     options.resources, keepalive = _c_resources(resources)
+    options.kernels = int(Kernels._coerce(kernels, "src"))
+    hook = _ProgressHook(progress, "src")
+    options.progress = hook.c
     out = ctypes.c_void_p()
     with contextlib.ExitStack() as pinned:
         handles = [pinned.enter_context(t._live()).value for t in owned]
         stack = (ctypes.c_void_p * len(owned))(*handles)
         count = _int(len(owned), "n")
         _entering_library()
-        _check(lib.tutti_src(stack, count, ctypes.byref(options), ctypes.byref(out)))
+        status = lib.tutti_src(stack, count, ctypes.byref(options), ctypes.byref(out))
     del keepalive  # the struct's pointers were read during the call
-    return Train(None, _handle=out.value)
+    result = Train(None, _handle=out.value) if status == 0 else None
+    if hook.raised:
+        if result is not None:
+            result.close()
+        hook.raise_pending()
+    _check(status)
+    return result

@@ -7,13 +7,22 @@ use std::process::Command;
 
 use crate::tools::{apt_install, run, Failure, Workspace};
 
+/// The quimb the test virtualenv gets, so that `python/tests/test_sweep_quimb.py` runs (with
+/// `TUTTI_EXPECT_INSTALLED=1` a missing quimb fails it). Pinned because those tests check
+/// quimb's index conventions (an MPO's upper index is its output), which a release could
+/// change. 1.16.0 is the newest that installs on CPython 3.11 (December 2026); it brings
+/// numba, llvmlite, scipy, cotengra, autoray and cytoolz: about 400 MB, 7 s measured on the
+/// 2-core development machine without pip's cache.
+const QUIMB: &str = "quimb==1.16.0";
+
 /// Builds the wheel with libtutti in `cargo_profile` (`debug` or `release`), installs it into
 /// a new virtualenv in the system's temporary folder (outside the checkout, as a user's
 /// would be), and runs the pytest suite from there.
 ///
 /// The virtualenv sees the system's site-packages, so numpy and pytest (which
-/// `ensure_ffi_tools` installed) need no download; tutti itself comes only from the wheel,
-/// and the tests check that (`TUTTI_EXPECT_INSTALLED=1`, no `TUTTI_LIB`, no `PYTHONPATH`).
+/// `ensure_ffi_tools` installed) need no download; [`QUIMB`] is installed into it. tutti
+/// itself comes only from the wheel, and the tests check that (`TUTTI_EXPECT_INSTALLED=1`, no
+/// `TUTTI_LIB`, no `PYTHONPATH`).
 pub fn test_installed_wheel(workspace: &Workspace, cargo_profile: &str) -> Result<(), Failure> {
     let root = &workspace.root;
     let build = std::env::temp_dir().join(format!("tutti-python-test-{cargo_profile}"));
@@ -57,6 +66,8 @@ pub fn test_installed_wheel(workspace: &Workspace, cargo_profile: &str) -> Resul
     let built = single_wheel(&wheels)?;
     println!("==> Python: installing {}", built.display());
     run(pip(&["install"]).arg(&built))?;
+    println!("==> Python: installing {QUIMB} (for test_sweep_quimb.py)");
+    run(&mut pip(&["install", QUIMB]))?;
 
     println!("==> Python: python/tests against the installed package");
     run(Command::new(&python)

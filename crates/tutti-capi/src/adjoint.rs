@@ -15,6 +15,7 @@ use crate::boundary::{
     write_default, Out, Region,
 };
 use crate::memory::string_to_c;
+use crate::progress::TuttiProgressCallback;
 use crate::resources::TuttiResources;
 use crate::status::{Error, TuttiStatus};
 use crate::world::{checked, TuttiWorld};
@@ -40,6 +41,9 @@ pub struct TuttiRhfOptions {
     pub energy_tolerance: f64,
     /// ... and no density-matrix element by more than this (default 1e-8).
     pub density_tolerance: f64,
+    /// Where progress is reported (default: nowhere; see `TuttiProgressCallback`). Each SCF
+    /// iteration (stage "iteration", `total` the iteration limit), with the energy.
+    pub progress: TuttiProgressCallback,
 }
 
 /// What `tutti_rhf_energy` computed.
@@ -79,6 +83,7 @@ impl Default for TuttiRhfOptions {
             max_iterations: c_int::try_from(defaults.max_iterations).unwrap_or(c_int::MAX),
             energy_tolerance: defaults.energy_tolerance,
             density_tolerance: defaults.density_tolerance,
+            progress: TuttiProgressCallback::default(),
         }
     }
 }
@@ -172,6 +177,7 @@ unsafe fn settings<'w>(
         )?);
     scf.energy_tolerance = positive_tolerance(options.energy_tolerance, "energy_tolerance")?;
     scf.density_tolerance = positive_tolerance(options.density_tolerance, "density_tolerance")?;
+    scf.progress = options.progress.to_rust();
     Ok((RhfSettings { scf, kind, world }, options.charge))
 }
 
@@ -621,6 +627,30 @@ H 0.0 -0.7569503272636612 0.585882276618295
     }
 
     #[test]
+    fn the_progress_callback_gets_every_scf_iteration_with_its_energy() {
+        let seen = crate::progress::recording::Seen::default();
+        let mut with_progress = options(2);
+        with_progress.progress = seen.callback();
+        let (result, _) = xyz_energy(WATER_XYZ, c"sto-3g", &with_progress).expect("2 devices");
+        let reports = seen.reports();
+        let iterations = usize::try_from(result.iterations).expect("a count");
+        assert_eq!(reports.len(), iterations);
+        for (done, report) in (1..).zip(&reports) {
+            let (task, stage, reported, total, energy) = report;
+            assert_eq!((task.as_str(), stage.as_str()), ("scf", "iteration"));
+            assert_eq!((*reported, *total), (done, 128));
+            assert!(energy.is_some_and(f64::is_finite), "{report:?}");
+        }
+        // The last iteration's energy is the result's, to the SCF's energy tolerance.
+        let last = reports.last().and_then(|r| r.4).expect("a report");
+        assert!(
+            (last - result.energy).abs() <= 1e-10,
+            "{last} vs {}",
+            result.energy
+        );
+    }
+
+    #[test]
     fn water_sto3g_from_a_basis_file_matches_pyscf_and_devices_agree() {
         // PySCF's own sto-3g digits for O and H, as an NWChem file.
         let path = std::env::temp_dir().join(format!("tutti-capi-sto3g-{}.nw", std::process::id()));
@@ -857,6 +887,7 @@ END
             max_iterations: 9,
             energy_tolerance: 9.0,
             density_tolerance: 9.0,
+            progress: crate::progress::recording::Seen::default().callback(),
         };
         // SAFETY: a valid pointer to a local.
         assert_eq!(unsafe { tutti_rhf_options_default(&mut options) }, 0);
@@ -868,5 +899,6 @@ END
         assert_eq!(options.max_iterations as usize, scf.max_iterations);
         assert_eq!(options.energy_tolerance, scf.energy_tolerance);
         assert_eq!(options.density_tolerance, scf.density_tolerance);
+        assert_eq!(options.progress, TuttiProgressCallback::default());
     }
 }

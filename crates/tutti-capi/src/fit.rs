@@ -9,6 +9,7 @@ use crate::boundary::{
     check_disjoint, ffi_call, input_options, input_slice, output_slice, positive_count,
     write_default, Out, Region,
 };
+use crate::progress::TuttiProgressCallback;
 use crate::resources::{device_error, TuttiResources};
 use crate::status::{Error, TuttiStatus};
 use crate::world::checked;
@@ -53,6 +54,9 @@ pub struct TuttiFitOptions {
     pub step_tolerance: f64,
     /// Stop when an accepted step lowers the cost by at most this fraction (default 1e-14).
     pub cost_tolerance: f64,
+    /// Where progress is reported (default: nowhere; see `TuttiProgressCallback`). Each
+    /// iteration (stage "iteration", `total` the iteration limit), with the cost.
+    pub progress: TuttiProgressCallback,
 }
 
 /// Diagnostics of `tutti_fit`.
@@ -78,6 +82,7 @@ impl Default for TuttiFitOptions {
             gradient_tolerance: defaults.gradient_tolerance,
             step_tolerance: defaults.step_tolerance,
             cost_tolerance: defaults.cost_tolerance,
+            progress: TuttiProgressCallback::default(),
         }
     }
 }
@@ -296,6 +301,7 @@ pub unsafe extern "C" fn tutti_fit(
                     positive_tolerance(options.step_tolerance, "step_tolerance")?;
                 fit_options.cost_tolerance =
                     positive_tolerance(options.cost_tolerance, "cost_tolerance")?;
+                fit_options.progress = options.progress.to_rust();
 
                 let experiments: Vec<CallbackExperiment> = counts
                     .iter()

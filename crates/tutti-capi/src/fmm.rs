@@ -9,13 +9,17 @@
 use std::ffi::c_int;
 
 use tutti_backend::BackendError;
-use tutti_fmm::{direct, fmm, fmm_on, order_for_accuracy, FmmError, FmmOptions, Precision};
+use tutti_fmm::{
+    direct, fmm, fmm_at_targets, fmm_at_targets_on, fmm_on, order_for_accuracy, FmmError,
+    FmmOptions, Precision,
+};
 use tutti_group::GroupError;
 
 use crate::boundary::{
     check_disjoint, ffi_call, input_options, input_slice, output_slice, write_default, Out, Region,
 };
-use crate::resources::{device_error, TuttiResources};
+use crate::progress::TuttiProgressCallback;
+use crate::resources::{device_error, TuttiKernels, TuttiResources};
 use crate::status::{Error, TuttiStatus};
 use crate::world::checked;
 
@@ -39,6 +43,15 @@ pub struct TuttiFmmOptions {
     /// using all cores when there is no GPU). The result is bit-identical for any device
     /// count; memory caps too small for the evaluation are refused up front.
     pub resources: TuttiResources,
+    /// `TUTTI_KERNELS_AUTO` (default: M2L and P2P as device kernels on GPU ranks, host code on
+    /// simulated devices), `TUTTI_KERNELS_ALWAYS` or `TUTTI_KERNELS_NEVER`.
+    pub kernels: c_int,
+    /// Non-zero (default 1): the GPU kernels may fuse multiply-adds, as the host code's
+    /// compiler may not; 0 makes a GPU's results the host code's bits.
+    pub fused_multiply_add: c_int,
+    /// Where progress is reported (default: nowhere; see `TuttiProgressCallback`). Each of the
+    /// five phases ("tree", "upward", "far field", "near field", "gather") as it ends.
+    pub progress: TuttiProgressCallback,
 }
 
 impl Default for TuttiFmmOptions {
@@ -51,6 +64,9 @@ impl Default for TuttiFmmOptions {
             softening: defaults.softening,
             f32_far_field: 0,
             resources: TuttiResources::default(),
+            kernels: TuttiKernels::TUTTI_KERNELS_AUTO as c_int,
+            fused_multiply_add: c_int::from(defaults.fused_multiply_add),
+            progress: TuttiProgressCallback::default(),
         }
     }
 }
@@ -80,7 +96,21 @@ impl TuttiFmmOptions {
             } else {
                 Precision::F64
             })
-            .with_resources(resources);
+            .with_resources(resources)
+            .with_kernels(TuttiKernels::to_rust(self.kernels, "options->kernels")?)
+            .with_fused_multiply_add(match self.fused_multiply_add {
+                0 => false,
+                1 => true,
+                other => {
+                    return Err(Error::invalid_argument(format!(
+                        "options->fused_multiply_add is {other}: expected 0 or 1"
+                    )))
+                }
+            });
+        let options = match self.progress.to_rust() {
+            Some(progress) => options.with_progress(progress),
+            None => options,
+        };
         options.validate().map_err(fmm_error)?;
         Ok(options)
     }
@@ -312,6 +342,176 @@ pub unsafe extern "C" fn tutti_fmm(
     })
 }
 
+/// A count argument as a `usize`, or `TUTTI_ERROR_INVALID_ARGUMENT` naming it.
+fn count_of(value: i64, name: &str, what: &str) -> Result<usize, Error> {
+    usize::try_from(value).map_err(|_| {
+        Error::invalid_argument(format!(
+            "argument `{name}` is {value}: expected a number of {what} >= 0"
+        ))
+    })
+}
+
+/// The sources, targets and output arrays of one `tutti_fmm_targets` call, checked.
+struct TargetCall<'a> {
+    sources: &'a [[f64; 3]],
+    masses: &'a [f64],
+    targets: &'a [[f64; 3]],
+    fields: Bodies<'a>,
+}
+
+/// Checks the counts and the five arrays of `tutti_fmm_targets`: with a count of 0 the
+/// arrays it sizes may be NULL and are not read or written.
+///
+/// # Safety
+/// As documented on `tutti_fmm_targets`.
+unsafe fn target_call<'a>(
+    n_sources: i64,
+    sources: *const f64,
+    masses: *const f64,
+    n_targets: i64,
+    targets: *const f64,
+    potential_out: *mut f64,
+    accel_out: *mut f64,
+) -> Result<TargetCall<'a>, Error> {
+    let n = count_of(n_sources, "n_sources", "sources")?;
+    let m = count_of(n_targets, "n_targets", "targets")?;
+    let mut regions = Vec::with_capacity(5);
+    if n > 0 {
+        regions.push(Region::input("sources", sources, n.saturating_mul(3)));
+        regions.push(Region::input("masses", masses, n));
+    }
+    if m > 0 {
+        regions.push(Region::input("targets", targets, m.saturating_mul(3)));
+        regions.push(Region::output("potential_out", potential_out, m));
+        regions.push(Region::output("accel_out", accel_out, m.saturating_mul(3)));
+    }
+    check_disjoint(&regions)?;
+    let (sources, masses) = if n == 0 {
+        (&[][..], &[][..])
+    } else {
+        // SAFETY: with n > 0, `sources` holds n * 3 doubles and `masses` n (the caller's
+        // promise); a [f64; 3] has the size and alignment of three doubles; the helpers
+        // check NULL, alignment and that the byte count fits in memory.
+        unsafe {
+            (
+                input_slice(sources.cast::<[f64; 3]>(), n, "sources")?,
+                input_slice(masses, n, "masses")?,
+            )
+        }
+    };
+    if m == 0 {
+        return Ok(TargetCall {
+            sources,
+            masses,
+            targets: &[],
+            fields: Bodies {
+                positions: &[],
+                masses: &[],
+                potential_out: None,
+                accel_out: None,
+            },
+        });
+    }
+    // SAFETY: `targets` holds m * 3 doubles (the caller's promise), checked as above.
+    let targets = unsafe { input_slice(targets.cast::<[f64; 3]>(), m, "targets")? };
+    let potential_out = if potential_out.is_null() {
+        None
+    } else {
+        // SAFETY: not NULL, so valid for m doubles (the caller's promise), and disjoint from
+        // every other array (checked above).
+        Some(unsafe { output_slice(potential_out, m, "potential_out")? })
+    };
+    let accel_out = if accel_out.is_null() {
+        None
+    } else {
+        // SAFETY: not NULL, so valid for m * 3 doubles (the caller's promise), and disjoint
+        // from every other array (checked above).
+        Some(unsafe { output_slice(accel_out.cast::<[f64; 3]>(), m, "accel_out")? })
+    };
+    Ok(TargetCall {
+        sources,
+        masses,
+        targets,
+        fields: Bodies {
+            positions: &[],
+            masses: &[],
+            potential_out,
+            accel_out,
+        },
+    })
+}
+
+/// Computes the potential and acceleration that `n_sources` sources produce at each of
+/// `n_targets` separate points, by the fast multipole method on the devices of
+/// `options->resources` (one tree over sources and targets, as FMM3D's; bit-identical for
+/// any device count):
+/// `phi(t) = -sum_j m_j / sqrt(|t - x_j|^2 + eps^2)`, `a(t) = -grad phi(t)`. A source at
+/// exactly a target's position is left out of that target's sum (FMM3D's convention), so a
+/// target at a source gets what `tutti_fmm` gives that source.
+///
+/// Inputs: `sources` (`n_sources * 3` doubles, row-major), `masses` (`n_sources`, any sign),
+/// `targets` (`n_targets * 3` doubles, row-major; duplicates allowed), `options` (NULL for
+/// the defaults). Outputs (caller-owned, written only on success, each may be NULL):
+/// `potential_out` (`n_targets` doubles), `accel_out` (`n_targets * 3` doubles). A count of 0
+/// is allowed: the arrays it sizes may be NULL; no sources give zero fields.
+///
+/// Errors as for `tutti_fmm`, the sources named `positions` in messages about them: NaN or
+/// infinite coordinates (a target's message names its index), two sources at one position
+/// without softening, overlapping arrays, bad options.
+///
+/// # Safety
+/// Each array is NULL only when its count is 0, else readable (inputs) or writable
+/// (outputs) for the lengths above, the outputs not overlapping anything (an overlap is
+/// refused, not undefined); `options` as for `tutti_fmm`.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn tutti_fmm_targets(
+    n_sources: i64,
+    sources: *const f64,
+    masses: *const f64,
+    n_targets: i64,
+    targets: *const f64,
+    options: *const TuttiFmmOptions,
+    potential_out: *mut f64,
+    accel_out: *mut f64,
+) -> c_int {
+    ffi_call("tutti_fmm_targets", || {
+        // SAFETY: NULL or valid for reading a TuttiFmmOptions (the caller's promise).
+        let options = unsafe { input_options(options, "options") }?;
+        // SAFETY: the world is NULL or a live handle (the caller's promise; checked).
+        let world = unsafe { options.resources.world("options->resources") }?;
+        // SAFETY: the resources' pointers and the array contracts are the caller's, as
+        // documented above.
+        let (options, call) = checked(world, unsafe {
+            options.to_rust().and_then(|options| {
+                target_call(
+                    n_sources,
+                    sources,
+                    masses,
+                    n_targets,
+                    targets,
+                    potential_out,
+                    accel_out,
+                )
+                .map(|call| (options, call))
+            })
+        })?;
+        let out = match world {
+            None => fmm_at_targets(call.sources, call.masses, call.targets, &options),
+            Some(world) => fmm_at_targets_on(
+                &world.group(&options.resources, tutti_fmm::GPU_USE)?,
+                call.sources,
+                call.masses,
+                call.targets,
+                &options,
+            ),
+        }
+        .map_err(fmm_error)?;
+        call.fields.write(&out.potential, &out.accel);
+        Ok(())
+    })
+}
+
 /// Computes the potential and acceleration of each of `n` bodies by the direct O(n^2) sum
 /// (the reference `tutti_fmm` is checked against; threaded over the host's cores), with
 /// Plummer softening `softening` (>= 0).
@@ -398,6 +598,195 @@ mod tests {
             fmm_error(error).status(),
             TuttiStatus::TUTTI_ERROR_OUT_OF_MEMORY
         );
+    }
+
+    #[test]
+    fn the_progress_callback_gets_each_phase_once_in_order() {
+        let (positions, masses) = lcg_bodies(700);
+        let seen = crate::progress::recording::Seen::default();
+        let options = TuttiFmmOptions {
+            progress: seen.callback(),
+            resources: TuttiResources {
+                kind: crate::TuttiKind::TUTTI_KIND_CPU as c_int,
+                devices: 2,
+                ..TuttiResources::default()
+            },
+            ..TuttiFmmOptions::default()
+        };
+        let (status, _, _) = call_fmm(&positions, &masses, Some(&options));
+        assert_eq!(status, 0, "{}", last_error());
+        let expected: Vec<_> = tutti_fmm::PHASES
+            .iter()
+            .zip(1..)
+            .map(|(phase, done)| ("fmm".to_string(), phase.to_string(), done, 5, None))
+            .collect();
+        assert_eq!(seen.reports(), expected);
+    }
+
+    #[test]
+    fn the_kernels_on_simulated_devices_give_the_host_bits_and_bad_values_are_named() {
+        let (positions, masses) = lcg_bodies(900);
+        let on = |kernels: TuttiKernels, fused_multiply_add: c_int| TuttiFmmOptions {
+            kernels: kernels as c_int,
+            fused_multiply_add,
+            leaf_size: 16,
+            resources: TuttiResources {
+                kind: crate::TuttiKind::TUTTI_KIND_CPU as c_int,
+                devices: 2,
+                ..TuttiResources::default()
+            },
+            ..TuttiFmmOptions::default()
+        };
+        let host = call_fmm(
+            &positions,
+            &masses,
+            Some(&on(TuttiKernels::TUTTI_KERNELS_NEVER, 1)),
+        );
+        assert_eq!(host.0, 0, "{}", last_error());
+        for fma in [0, 1] {
+            let twins = call_fmm(
+                &positions,
+                &masses,
+                Some(&on(TuttiKernels::TUTTI_KERNELS_ALWAYS, fma)),
+            );
+            assert_eq!(
+                twins, host,
+                "the kernels' host twins, fused_multiply_add {fma}"
+            );
+        }
+        let auto = call_fmm(
+            &positions,
+            &masses,
+            Some(&on(TuttiKernels::TUTTI_KERNELS_AUTO, 1)),
+        );
+        assert_eq!(auto, host);
+
+        let invalid = TuttiStatus::TUTTI_ERROR_INVALID_ARGUMENT as c_int;
+        let mut bad = on(TuttiKernels::TUTTI_KERNELS_AUTO, 1);
+        bad.kernels = 3;
+        assert_eq!(call_fmm(&positions, &masses, Some(&bad)).0, invalid);
+        assert!(
+            last_error().contains("options->kernels is 3"),
+            "{}",
+            last_error()
+        );
+        let mut bad = on(TuttiKernels::TUTTI_KERNELS_AUTO, 1);
+        bad.fused_multiply_add = 2;
+        assert_eq!(call_fmm(&positions, &masses, Some(&bad)).0, invalid);
+        assert!(
+            last_error().contains("fused_multiply_add is 2"),
+            "{}",
+            last_error()
+        );
+    }
+
+    fn call_targets(
+        sources: &[f64],
+        masses: &[f64],
+        targets: &[f64],
+        options: Option<&TuttiFmmOptions>,
+    ) -> (c_int, Vec<f64>, Vec<f64>) {
+        let m = targets.len() / 3;
+        let mut potential = vec![7.0; m];
+        let mut accel = vec![7.0; 3 * m];
+        // SAFETY: arrays of the stated lengths.
+        let status = unsafe {
+            tutti_fmm_targets(
+                masses.len() as i64,
+                sources.as_ptr(),
+                masses.as_ptr(),
+                m as i64,
+                targets.as_ptr(),
+                options.map_or(std::ptr::null(), |o| o as *const _),
+                potential.as_mut_ptr(),
+                accel.as_mut_ptr(),
+            )
+        };
+        (status, potential, accel)
+    }
+
+    #[test]
+    fn fmm_at_targets_matches_the_direct_sum_and_leaves_out_a_source_at_a_target() {
+        let (sources, masses) = lcg_bodies(1500);
+        // Targets from the same generator's later draws, spread over twice the source box,
+        // then the first three sources themselves.
+        let (spread, _) = lcg_bodies(2200);
+        let mut targets: Vec<f64> = spread[4500..].iter().map(|x| 2.0 * x - 0.5).collect();
+        targets.extend_from_slice(&sources[..9]);
+        let (status, potential, accel) = call_targets(&sources, &masses, &targets, None);
+        assert_eq!(status, 0, "{}", last_error());
+        let as_points = |flat: &[f64]| -> Vec<[f64; 3]> {
+            flat.chunks_exact(3).map(|p| [p[0], p[1], p[2]]).collect()
+        };
+        let (exact_potential, exact_accel) =
+            tutti_fmm::direct_at_targets(&as_points(&sources), &masses, &as_points(&targets), 0.0)
+                .expect("direct");
+        let flat_exact: Vec<f64> = exact_accel.iter().flatten().copied().collect();
+        // The defaults' documented accuracy (1e-4 relative L2 on accelerations).
+        assert!(relative_l2(&accel, &flat_exact) < 1e-4);
+        assert!(relative_l2(&potential, &exact_potential) < 1e-4);
+        // Targets that are all at sources add no body to the tree: each gets tutti_fmm's field
+        // of its source, bit for bit.
+        let at_sources: Vec<f64> = sources[..9].to_vec();
+        let (status, potential, accel) = call_targets(&sources, &masses, &at_sources, None);
+        assert_eq!(status, 0, "{}", last_error());
+        let (status, own_potential, own_accel) = call_fmm(&sources, &masses, None);
+        assert_eq!(status, 0, "{}", last_error());
+        assert_eq!(potential, own_potential[..3]);
+        assert_eq!(accel, own_accel[..9]);
+    }
+
+    #[test]
+    fn fmm_at_targets_checks_its_arrays_and_allows_empty_counts() {
+        let (sources, masses) = lcg_bodies(50);
+        let targets = vec![0.25, 0.5, 0.75, f64::NAN, 0.0, 0.0];
+        let (status, _, _) = call_targets(&sources, &masses, &targets, None);
+        assert_eq!(status, TuttiStatus::TUTTI_ERROR_INVALID_ARGUMENT as c_int);
+        assert!(
+            last_error().contains("targets") && last_error().contains('1'),
+            "{}",
+            last_error()
+        );
+        let null = std::ptr::null_mut::<f64>();
+        // SAFETY: counts of 0 with NULL arrays, and arrays of the stated lengths.
+        unsafe {
+            assert_eq!(
+                tutti_fmm_targets(0, null, null, 0, null, std::ptr::null(), null, null),
+                0
+            );
+            let mut potential = [7.0; 2];
+            let status = tutti_fmm_targets(
+                0,
+                null,
+                null,
+                2,
+                sources.as_ptr(),
+                std::ptr::null(),
+                potential.as_mut_ptr(),
+                null,
+            );
+            assert_eq!(
+                (status, potential),
+                (0, [0.0, 0.0]),
+                "no sources: zero fields"
+            );
+            let mut accel = sources[..6].to_vec();
+            let status = tutti_fmm_targets(
+                50,
+                sources.as_ptr(),
+                masses.as_ptr(),
+                2,
+                accel.as_ptr(),
+                std::ptr::null(),
+                null,
+                accel.as_mut_ptr(),
+            );
+            assert_eq!(status, TuttiStatus::TUTTI_ERROR_INVALID_ARGUMENT as c_int);
+            assert!(last_error().contains("accel_out"), "{}", last_error());
+            let status = tutti_fmm_targets(-1, null, null, 0, null, std::ptr::null(), null, null);
+            assert_eq!(status, TuttiStatus::TUTTI_ERROR_INVALID_ARGUMENT as c_int);
+            assert!(last_error().contains("n_sources"), "{}", last_error());
+        }
     }
 
     #[test]

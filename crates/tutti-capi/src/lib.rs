@@ -28,7 +28,8 @@
 //! [`memory`] (buffers handed to C and [`tutti_free_c`]), [`resources`] (`TuttiResources`: where
 //! every workload call runs). Entry points live in one module per
 //! area: [`version`], [`devices`], [`fit`], [`fmm`], [`adjoint`], [`adjoint_gradient`],
-//! [`train`], [`sweep`], [`world`] (MPI processes); a workload adds its own module on the same core. The modules are ordinary
+//! [`train`], [`sweep`], [`world`] (MPI processes), and [`progress`] (the callback every
+//! workload's options carry); a workload adds its own module on the same core. The modules are ordinary
 //! Rust, tested from Rust; the `cdylib` and `staticlib` are a thin artifact over them.
 //!
 //! The header is generated from this crate by cbindgen (`cargo xtask header`): doc comments
@@ -42,6 +43,7 @@ pub mod devices;
 pub mod fit;
 pub mod fmm;
 pub mod memory;
+pub mod progress;
 pub mod resources;
 pub mod status;
 pub mod sweep;
@@ -64,9 +66,12 @@ pub use devices::{
 pub use fit::{
     tutti_fit, tutti_fit_options_default, TuttiFitOptions, TuttiFitResult, TuttiResidualFn,
 };
-pub use fmm::{tutti_direct_sum, tutti_fmm, tutti_fmm_options_default, TuttiFmmOptions};
+pub use fmm::{
+    tutti_direct_sum, tutti_fmm, tutti_fmm_options_default, tutti_fmm_targets, TuttiFmmOptions,
+};
 pub use memory::tutti_free_c;
-pub use resources::{tutti_resources_default, TuttiResources, TUTTI_ALL_DEVICES};
+pub use progress::{TuttiProgress, TuttiProgressCallback, TuttiProgressFn};
+pub use resources::{tutti_resources_default, TuttiKernels, TuttiResources, TUTTI_ALL_DEVICES};
 pub use status::{tutti_status_name, Error, TuttiStatus};
 pub use sweep::{tutti_src, tutti_src_options_default, TuttiSrcOptions};
 pub use train::{

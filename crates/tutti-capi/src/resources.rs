@@ -8,7 +8,7 @@
 
 use std::ffi::{c_char, c_int};
 
-use tutti_backend::{BackendError, DeviceRequest, Resources};
+use tutti_backend::{BackendError, DeviceRequest, Kernels, Resources};
 
 use crate::boundary::{ffi_call, input_slice, input_str, write_default};
 use crate::devices::TuttiKind;
@@ -17,6 +17,38 @@ use crate::world::TuttiWorld;
 
 /// `TuttiResources.devices` for "every GPU, or one simulated device using all cores".
 pub const TUTTI_ALL_DEVICES: c_int = -1;
+
+/// Whether a workload's ranks run its device code (kernels) or its host code: the `kernels`
+/// field of `TuttiFmmOptions` and `TuttiSrcOptions`, passed as an `int`.
+#[allow(non_camel_case_types)] // the variants are the C names
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(i32)]
+pub enum TuttiKernels {
+    /// The device code on GPU ranks, the host code on simulated devices (the default).
+    TUTTI_KERNELS_AUTO = 0,
+    /// The device code on every rank: on a simulated device its host twins, through the
+    /// device path (uploads, launches, downloads), which give the host code's bits. How the
+    /// GPU path is tested without a GPU; slower than the host code there.
+    TUTTI_KERNELS_ALWAYS = 1,
+    /// The host code on every rank, GPU ranks included.
+    TUTTI_KERNELS_NEVER = 2,
+}
+
+impl TuttiKernels {
+    /// The library's setting for the value `code` of the field `name`, or
+    /// `TUTTI_ERROR_INVALID_ARGUMENT` naming it.
+    pub(crate) fn to_rust(code: c_int, name: &str) -> Result<Kernels, Error> {
+        match code {
+            0 => Ok(Kernels::Auto),
+            1 => Ok(Kernels::Always),
+            2 => Ok(Kernels::Never),
+            other => Err(Error::invalid_argument(format!(
+                "{name} is {other}: expected TUTTI_KERNELS_AUTO (0), TUTTI_KERNELS_ALWAYS (1) \
+                 or TUTTI_KERNELS_NEVER (2)"
+            ))),
+        }
+    }
+}
 
 /// Which devices a computation may use, and how much memory and scratch space.
 ///

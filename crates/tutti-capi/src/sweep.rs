@@ -9,7 +9,8 @@ use crate::boundary::{
     check_disjoint, ffi_call, input_options, input_slice, positive_count, write_default, Out,
     Region,
 };
-use crate::resources::TuttiResources;
+use crate::progress::TuttiProgressCallback;
+use crate::resources::{TuttiKernels, TuttiResources};
 use crate::status::Error;
 use crate::train::{
     handle_region, into_handle, promote, sweep_error, train_ref, AnyTrain, TuttiTrain,
@@ -35,6 +36,13 @@ pub struct TuttiSrcOptions {
     /// Where the sweep runs and the memory its plan must fit in (default:
     /// `tutti_resources_default`, every GPU or one simulated device on all cores).
     pub resources: TuttiResources,
+    /// `TUTTI_KERNELS_AUTO` (default: the sweep's contractions on the device for GPU ranks,
+    /// on the host for simulated devices), `TUTTI_KERNELS_ALWAYS` or `TUTTI_KERNELS_NEVER`.
+    pub kernels: c_int,
+    /// Where progress is reported (default: nowhere; see `TuttiProgressCallback`). Each site
+    /// of each pass as it starts: stage "sketch (left to right)", then "orthogonalize (right to
+    /// left)".
+    pub progress: TuttiProgressCallback,
 }
 
 impl Default for TuttiSrcOptions {
@@ -45,6 +53,8 @@ impl Default for TuttiSrcOptions {
             cutoff: 0.0,
             seed: 0,
             resources: TuttiResources::default(),
+            kernels: TuttiKernels::TUTTI_KERNELS_AUTO as c_int,
+            progress: TuttiProgressCallback::default(),
         }
     }
 }
@@ -145,7 +155,12 @@ pub unsafe extern "C" fn tutti_src(
                     .with_oversample(oversample)
                     .with_cutoff(options.cutoff)
                     .with_seed(options.seed)
-                    .with_resources(resources);
+                    .with_resources(resources)
+                    .with_kernels(TuttiKernels::to_rust(options.kernels, "options->kernels")?);
+                let src_options = match options.progress.to_sweep() {
+                    Some(progress) => src_options.with_progress(progress),
+                    None => src_options,
+                };
                 Ok((out, trains, src_options))
             })(),
         )?;

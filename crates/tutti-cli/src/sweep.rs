@@ -7,14 +7,13 @@ use std::time::Instant;
 use clap::Args;
 use serde_json::json;
 use tutti_sweep::{
-    plan, src_on, write_train, Complex64, Layer, NpyTrain, Pass, Scalar, SrcOptions, SweepProgress,
+    plan, src_on, write_train, Complex64, Layer, NpyTrain, Scalar, SrcOptions, SweepProgress,
 };
 
 use crate::failure::Failure;
 use crate::processes::Processes;
 use crate::report::{device_kind, print_json};
 use crate::resources::{DeviceArgs, KernelsArg};
-use tutti_backend::Progress;
 
 /// Options of `tutti sweep`.
 #[derive(Args)]
@@ -128,22 +127,7 @@ fn run_typed<T: Scalar>(
     };
     let options = match crate::progress::reporter(processes.prints()) {
         Some(report) => options.with_progress(Arc::new(move |p: SweepProgress| {
-            // The sketch pass visits sites 0..n-2; the orthogonalization pass n-1 down to 0.
-            let (stage, done, total) = match p.pass {
-                Pass::Sketch => (
-                    "sketch (left to right)",
-                    p.site + 1,
-                    p.sites.saturating_sub(1),
-                ),
-                Pass::Orthogonalize => ("orthogonalize (right to left)", p.sites - p.site, p.sites),
-            };
-            report.report(&Progress {
-                task: "sweep",
-                stage,
-                done: done as u64,
-                total: total as u64,
-                value: None,
-            });
+            report.report(&p.as_progress())
         })),
         None => options,
     };

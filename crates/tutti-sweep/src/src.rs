@@ -35,6 +35,33 @@ pub struct SweepProgress {
     pub sites: usize,
 }
 
+impl SweepProgress {
+    /// This report in the shape every workload reports in (the CLI's bar, the C and Python
+    /// callbacks): task `"sweep"`, stage the pass, `done` of `total` its sites. The sketch
+    /// pass visits sites 0..n-2 left to right, the orthogonalization pass n-1 down to 0.
+    pub fn as_progress(&self) -> tutti_backend::Progress<'static> {
+        let (stage, done, total) = match self.pass {
+            Pass::Sketch => (
+                "sketch (left to right)",
+                self.site.saturating_add(1),
+                self.sites.saturating_sub(1),
+            ),
+            Pass::Orthogonalize => (
+                "orthogonalize (right to left)",
+                self.sites.saturating_sub(self.site),
+                self.sites,
+            ),
+        };
+        tutti_backend::Progress {
+            task: "sweep",
+            stage,
+            done: done as u64,
+            total: total as u64,
+            value: None,
+        }
+    }
+}
+
 /// A progress callback.
 pub type ProgressFn = Arc<dyn Fn(SweepProgress) + Send + Sync>;
 
