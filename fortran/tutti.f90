@@ -141,7 +141,21 @@ module tutti
         type(c_ptr) :: user_data = c_null_ptr
     end type tutti_progress_callback_t
 
-    ! TuttiRhfOptions (tutti_rhf_options_default).
+    ! TuttiRhfMatrices: the converged orbitals and density that tutti_rhf_energy writes when
+    ! options%matrices_out is c_loc of one. The arrays are tutti's, C row-major (so, read with
+    ! c_f_pointer as (nmo, nao) and (nao, nao), transposed): copy them, then release them
+    ! with tutti_rhf_matrices_free_f.
+    type, bind(c), public :: tutti_rhf_matrices_t
+        integer(c_int) :: nao = 0
+        integer(c_int) :: nmo = 0
+        integer(c_int) :: occupied = 0
+        type(c_ptr) :: orbital_energies = c_null_ptr
+        type(c_ptr) :: coefficients = c_null_ptr
+        type(c_ptr) :: density = c_null_ptr
+    end type tutti_rhf_matrices_t
+
+    ! TuttiRhfOptions (tutti_rhf_options_default). `matrices_out` is c_null_ptr or c_loc of
+    ! a tutti_rhf_matrices_t target.
     type, bind(c), public :: tutti_rhf_options_t
         type(tutti_resources_t) :: resources
         integer(c_int) :: charge
@@ -149,6 +163,7 @@ module tutti
         integer(c_int) :: max_iterations
         real(c_double) :: energy_tolerance
         real(c_double) :: density_tolerance
+        type(c_ptr) :: matrices_out = c_null_ptr
         type(tutti_progress_callback_t) :: progress
     end type tutti_rhf_options_t
 
@@ -354,6 +369,7 @@ module tutti
     ! The raw interfaces, one per function of include/tutti.h, in the header's order.
     ! ---------------------------------------------------------------------------------------
     public :: tutti_rhf_options_default, tutti_rhf_energy, tutti_rhf_energy_bohr
+    public :: tutti_rhf_matrices_free
     public :: tutti_gradient_options_default, tutti_rhf_gradient, tutti_rhf_gradient_free
     public :: tutti_last_error, tutti_device_count, tutti_device_info
     public :: tutti_fit_options_default, tutti_fit
@@ -402,6 +418,13 @@ module tutti
             type(c_ptr), value :: json_out
             integer(c_int) :: status
         end function tutti_rhf_energy_bohr
+
+        function tutti_rhf_matrices_free(matrices) bind(c, name="tutti_rhf_matrices_free") &
+                result(status)
+            import :: c_int, tutti_rhf_matrices_t
+            type(tutti_rhf_matrices_t), intent(inout) :: matrices
+            integer(c_int) :: status
+        end function tutti_rhf_matrices_free
 
         function tutti_gradient_options_default(options) &
                 bind(c, name="tutti_gradient_options_default") result(status)
@@ -718,6 +741,7 @@ module tutti
     ! ---------------------------------------------------------------------------------------
     public :: tutti_string
     public :: tutti_rhf_options_default_f, tutti_rhf_energy_f, tutti_rhf_energy_bohr_f
+    public :: tutti_rhf_matrices_free_f
     public :: tutti_gradient_options_default_f, tutti_rhf_gradient_f, tutti_rhf_gradient_free_f
     public :: tutti_last_error_f, tutti_device_count_f, tutti_device_info_f
     public :: tutti_fit_options_default_f, tutti_fit_f
@@ -1249,6 +1273,13 @@ contains
         call c_f_pointer(ptr, values, [n])
         copy = values
     end function c_doubles
+
+    ! Releases the arrays of a tutti_rhf_matrices_t and resets it (a no-op when reset).
+    subroutine tutti_rhf_matrices_free_f(matrices, status)
+        type(tutti_rhf_matrices_t), intent(inout) :: matrices
+        integer(c_int), intent(out), optional :: status
+        call finish(tutti_rhf_matrices_free(matrices), 'tutti_rhf_matrices_free_f', status)
+    end subroutine tutti_rhf_matrices_free_f
 
     ! Releases the arrays of a raw tutti_rhf_gradient_t and resets it (a no-op when reset).
     subroutine tutti_rhf_gradient_free_f(result, status)

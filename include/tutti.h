@@ -293,6 +293,43 @@ typedef struct TuttiResources {
 } TuttiResources;
 
 /**
+ * The converged RHF's orbitals and density, in the AO order of PySCF for the same basis
+ * (atoms in input order, shells in basis order, spherical components as PySCF's, p as x, y,
+ * z), each AO normalized. The three arrays are allocated by tutti: release them with
+ * `tutti_rhf_matrices_free` (not `tutti_free_c` one by one, which also works but leaves the
+ * pointers dangling).
+ */
+typedef struct TuttiRhfMatrices {
+    /**
+     * AOs: the rows of `coefficients`, the order of `density`.
+     */
+    int nao;
+    /**
+     * MOs: `nao`, or fewer when the basis is nearly linearly dependent and the SCF dropped
+     * the overlap's smallest eigenvectors.
+     */
+    int nmo;
+    /**
+     * Doubly occupied MOs: the first `occupied` columns of `coefficients`.
+     */
+    int occupied;
+    /**
+     * `nmo` orbital energies, ascending, hartree (PySCF's `mo_energy`).
+     */
+    double *orbital_energies;
+    /**
+     * `nao * nmo` MO coefficients, row-major: `coefficients[mu * nmo + i]` is AO `mu` of MO
+     * `i` (PySCF's `mo_coeff[mu, i]`); each column's sign is arbitrary.
+     */
+    double *coefficients;
+    /**
+     * `nao * nao` AO density matrix `P = 2 C_occ C_occ^T`, row-major and symmetric (PySCF's
+     * `make_rdm1()`); `tr(P S)` is the electron count.
+     */
+    double *density;
+} TuttiRhfMatrices;
+
+/**
  * One progress report: `done` of `total` steps of `stage` of `task`. Valid only during the
  * call that receives it (copy the strings to keep them).
  */
@@ -384,6 +421,13 @@ typedef struct TuttiRhfOptions {
      * ... and no density-matrix element by more than this (default 1e-8).
      */
     double density_tolerance;
+    /**
+     * NULL (the default), or where `tutti_rhf_energy` and `tutti_rhf_energy_bohr` write the
+     * converged orbitals and density (`TuttiRhfMatrices`, arrays allocated by tutti, released
+     * with `tutti_rhf_matrices_free`), on success only. Must be NULL for
+     * `tutti_rhf_gradient`.
+     */
+    struct TuttiRhfMatrices *matrices_out;
     /**
      * Where progress is reported (default: nowhere; see `TuttiProgressCallback`). Each SCF
      * iteration (stage "iteration", `total` the iteration limit), with the energy.
@@ -799,6 +843,21 @@ extern "C" {
  * `options` is NULL or valid for writing a `TuttiRhfOptions`.
  */
 int tutti_rhf_options_default(struct TuttiRhfOptions *options);
+
+/**
+ * Releases the three arrays of a `TuttiRhfMatrices` and resets the struct (pointers NULL,
+ * counts 0). NULL `matrices`, or one whose pointers are already NULL (released before, or
+ * zero-initialised), is a no-op returning `TUTTI_OK`.
+ *
+ * Errors: `TUTTI_ERROR_INVALID_ARGUMENT` when a pointer is recognisably not a live tutti
+ * buffer (see `tutti_free_c`); the other arrays are released and every pointer is reset.
+ *
+ * # Safety
+ * `matrices` is NULL or valid for reading and writing a `TuttiRhfMatrices` written by a
+ * successful `tutti_rhf_energy` or `tutti_rhf_energy_bohr`, or zero-initialised, whose
+ * arrays were not released with `tutti_free_c`.
+ */
+int tutti_rhf_matrices_free(struct TuttiRhfMatrices *matrices);
 
 /**
  * The closed-shell RHF energy of a molecule given as XYZ text (Angstrom), in the basis set

@@ -15,11 +15,14 @@
 !   1e-10 Eh (coordinates equal to ~1e-16 relative after the Angstrom conversion);
 ! - the shipped sto-3g by name: within 1e-6 Eh of PySCF's (its digits differ slightly);
 ! - the JSON summary names nao and devices, and is released;
+! - options%matrices_out: 7 AOs and MOs, 5 occupied, ascending orbital energies, and
+!   P = 2 C_occ C_occ^T to 1e-12 (the same products summed in another order); released;
 ! - the error paths: an unknown basis, a missing basis file, an SCF of 2 iterations, a
 !   1 KiB device cap; the result stays untouched.
 ! Stops with a non-zero exit code when a check fails.
 program test_rhf
-    use, intrinsic :: iso_c_binding, only: c_int, c_int64_t, c_double
+    use, intrinsic :: iso_c_binding, only: c_int, c_int64_t, c_double, c_loc, c_null_ptr, &
+                                           c_f_pointer, c_associated
     use tutti
     use checks
     implicit none
@@ -48,6 +51,8 @@ contains
             0.0_c_double, 1.4304288084282137_c_double, 1.107157044045246_c_double, &
             0.0_c_double, -1.4304288084282137_c_double, 1.107157044045246_c_double], [3, 3])
         integer(c_int) :: status
+        type(tutti_rhf_matrices_t), target :: matrices
+        real(c_double), pointer :: energies(:), coefficients(:, :), density(:, :)
 
         basis_path = write_basis_file('sto3g')
 
@@ -86,6 +91,28 @@ contains
             call check(json(1:1) == '{' .and. index(json, '"energy":') > 0 &
                        .and. index(json, '"nao":7') > 0 .and. index(json, '"devices":2') > 0, &
                        'the JSON summary has energy, nao 7, devices 2')
+        end if
+
+        ! The orbitals and density through options%matrices_out: P = 2 C_occ C_occ^T,
+        ! released with tutti_rhf_matrices_free_f (valgrind checks that nothing leaks).
+        options%matrices_out = c_loc(matrices)
+        call tutti_rhf_energy_f(WATER_XYZ, basis_path, two, options, status=status)
+        options%matrices_out = c_null_ptr
+        call check(status == TUTTI_OK .and. matrices%nao == 7 .and. matrices%nmo == 7 &
+                   .and. matrices%occupied == 5, 'matrices_out: 7 AOs, 7 MOs, 5 occupied')
+        if (status == TUTTI_OK) then
+            call c_f_pointer(matrices%orbital_energies, energies, [7])
+            call c_f_pointer(matrices%coefficients, coefficients, [7, 7])
+            call c_f_pointer(matrices%density, density, [7, 7])
+            ! C's row-major arrays read in Fortran order are the transposes: coefficients(i, mu)
+            ! is AO mu of MO i.
+            call check(all(energies(2:7) >= energies(1:6)) .and. maxval(abs(density &
+                       - 2 * matmul(transpose(coefficients(1:5, :)), coefficients(1:5, :)))) &
+                       < 1e-12_c_double, 'orbital energies ascending, P = 2 C_occ C_occ^T ' &
+                       // 'to 1e-12')
+            call tutti_rhf_matrices_free_f(matrices)
+            call check(.not. c_associated(matrices%density) .and. matrices%nao == 0, &
+                       'tutti_rhf_matrices_free_f releases and resets')
         end if
 
         ! The same water from atomic numbers and bohr coordinates (atom i at bohr(:, i)).

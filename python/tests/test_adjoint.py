@@ -168,3 +168,48 @@ def test_pyscf_style_molecules_give_the_xyz_energy(tmp_path) -> None:
 def test_bad_molecules_raise_invalid_argument(molecule, unit, match) -> None:
     with pytest.raises(tutti.InvalidArgumentError, match=match):
         tutti.rhf_energy(molecule, "sto-3g", unit=unit)
+
+
+def test_matrices_satisfy_the_roothaan_equations_in_pyscfs_integrals(tmp_path, repo) -> None:
+    """The orbitals and density against PySCF's own S, T, V and ERIs of the same water and
+    basis (h2o_sto3g.json): orthonormal MOs, 10 electrons, the energy of the density, and
+    F C = S C diag(e) with F built from the density here."""
+    import json
+
+    import numpy as np
+
+    basis = tmp_path / "pyscf-sto3g.nw"
+    basis.write_text(PYSCF_STO3G_NWCHEM)
+    result = tutti.rhf_energy(WATER, str(basis), resources=cpu(2), matrices=True)
+    reference = json.loads(
+        (repo / "crates/tutti-adjoint/tests/data/h2o_sto3g.json").read_text()
+    )
+    s, h = np.array(reference["S"]), np.array(reference["T"]) + np.array(reference["V"])
+    eri = np.zeros((7, 7, 7, 7))
+    for (i, j, k, l), value in zip(reference["eri"]["indices"], reference["eri"]["values"]):
+        for a, b, c, d in ((i, j, k, l), (j, i, k, l), (i, j, l, k), (j, i, l, k)):
+            eri[a, b, c, d] = eri[c, d, a, b] = value
+    c, p, e = result.coefficients, result.density, result.orbital_energies
+    assert c.shape == (7, 7) and p.shape == (7, 7) and e.shape == (7,)
+    assert result.occupied == 5
+    occupied = c[:, :5]
+    # Measured: orthonormality 1.4e-15, tr(PS) - 10 5e-15, energy 2e-13 Eh, the Roothaan
+    # residual 1e-13: PySCF's integrals and tutti's agree to round-off for the same basis
+    # digits. The bounds leave room for the SCF's stopping point (density changes below 1e-8,
+    # energy second order in them), not for a wrong convention (an AO order or a factor 2
+    # in P would miss them by orders of magnitude).
+    assert np.abs(c.T @ s @ c - np.eye(7)).max() < 1e-12
+    assert np.array_equal(p, p.T)
+    assert np.abs(p - 2 * occupied @ occupied.T).max() < 1e-12
+    assert np.trace(p @ s) == pytest.approx(10.0, abs=1e-12)
+    j = np.einsum("ijkl,kl->ij", eri, p)
+    k = np.einsum("ikjl,kl->ij", eri, p)
+    fock = h + j - 0.5 * k
+    energy = 0.5 * np.sum(p * (h + fock)) + reference["e_nuc"]
+    assert energy == pytest.approx(result.energy, abs=1e-10)
+    assert np.abs(fock @ c - s @ c * e).max() < 1e-8
+    assert np.all(np.diff(e) >= 0)
+    assert e[4] == result.summary["homo"] and e[5] == result.summary["lumo"]
+    # Without matrices=True nothing is returned.
+    plain = tutti.rhf_energy(WATER, str(basis), resources=cpu(1))
+    assert plain.coefficients is None and plain.density is None

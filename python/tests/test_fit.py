@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 import tutti
@@ -30,11 +31,13 @@ def test_fit_recovers_exact_parameters_with_the_same_bits_on_1_to_4_devices() ->
     assert one.parameters[1] == pytest.approx(-0.5, abs=1e-10)
     assert one.cost < 1e-20
     cov = one.covariance
+    assert isinstance(one.parameters, np.ndarray) and one.parameters.shape == (2,)
+    assert isinstance(cov, np.ndarray) and cov.shape == (2, 2)
     assert cov[0][0] > 0 and cov[1][1] > 0 and cov[0][1] == cov[1][0]
     for devices in (2, 3, 4):
         many = tutti.fit(exponential, [5, 5, 5, 5], [1.0, 0.0], resources=cpu(devices))
-        assert many.parameters == one.parameters  # the same bits
-        assert many.covariance == one.covariance
+        assert np.array_equal(many.parameters, one.parameters)  # the same bits
+        assert np.array_equal(many.covariance, one.covariance)
     # None is the library's default resources.
     default = tutti.fit(exponential, [5, 5, 5, 5], [1.0, 0.0], resources=None)
     assert default.parameters == pytest.approx(one.parameters, abs=1e-12)

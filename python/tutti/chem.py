@@ -6,6 +6,7 @@ from __future__ import annotations
 import ctypes
 import os
 from dataclasses import dataclass
+from typing import Optional
 
 from . import molecule as _molecule
 from ._lib import _check, _int, declare, lib
@@ -16,6 +17,17 @@ from .world import _entering_library, spans_world
 __all__ = ["RhfEnergy", "rhf_energy", "ShellGradient", "RhfGradient", "rhf_gradient"]
 
 
+class _CRhfMatrices(ctypes.Structure):
+    _fields_ = [
+        ("nao", ctypes.c_int),
+        ("nmo", ctypes.c_int),
+        ("occupied", ctypes.c_int),
+        ("orbital_energies", ctypes.POINTER(ctypes.c_double)),
+        ("coefficients", ctypes.POINTER(ctypes.c_double)),
+        ("density", ctypes.POINTER(ctypes.c_double)),
+    ]
+
+
 class _CRhfOptions(ctypes.Structure):
     _fields_ = [
         ("resources", _CResources),
@@ -24,6 +36,7 @@ class _CRhfOptions(ctypes.Structure):
         ("max_iterations", ctypes.c_int),
         ("energy_tolerance", ctypes.c_double),
         ("density_tolerance", ctypes.c_double),
+        ("matrices_out", ctypes.POINTER(_CRhfMatrices)),
         ("progress", _CProgressCallback),
     ]
 
@@ -57,6 +70,14 @@ class RhfEnergy:
     iterations: int
     converged: bool
     summary: dict
+    #: With ``matrices=True``: the ``nmo`` orbital energies, ascending (PySCF's ``mo_energy``).
+    orbital_energies: Optional["numpy.ndarray"] = None
+    #: With ``matrices=True``: the (nao, nmo) MO coefficients (PySCF's ``mo_coeff``).
+    coefficients: Optional["numpy.ndarray"] = None
+    #: With ``matrices=True``: the (nao, nao) density ``2 C_occ C_occ^T`` (``make_rdm1()``).
+    density: Optional["numpy.ndarray"] = None
+    #: With ``matrices=True``: the doubly occupied MOs (the first columns of ``coefficients``).
+    occupied: Optional[int] = None
 
 
 class _CGradientOptions(ctypes.Structure):
@@ -142,6 +163,7 @@ class RhfGradient:
 declare(
     {
         "tutti_rhf_options_default": ([ctypes.POINTER(_CRhfOptions)], ctypes.c_int),
+        "tutti_rhf_matrices_free": ([ctypes.POINTER(_CRhfMatrices)], ctypes.c_int),
         "tutti_rhf_energy": (
             [
                 ctypes.c_char_p,
@@ -192,6 +214,7 @@ def rhf_energy(
     cartesian: bool = False,
     max_iterations: int | None = None,
     progress=None,
+    matrices: bool = False,
 ) -> RhfEnergy:
     """Closed-shell RHF energy of a molecule (``tutti_rhf_energy``).
 
@@ -209,8 +232,12 @@ def rhf_energy(
     SCF that does not converge, ``Status.ERROR_NOT_CONVERGED``. ``progress``, a callable,
     receives a :class:`tutti.Progress` after each SCF iteration, with its energy as
     ``value`` (``tutti.progress`` says how an exception in it is raised).
+    ``matrices=True`` also returns the converged orbital energies, MO coefficients and
+    density as numpy arrays, in PySCF's AO order for the same basis (``options->matrices_out``).
     """
     import json
+
+    import numpy as np
 
     form = _molecule.read(molecule, unit)
     options = _CRhfOptions()
@@ -222,6 +249,9 @@ def rhf_energy(
         options.max_iterations = _int(max_iterations, "max_iterations").value
     hook = _ProgressHook(progress, "rhf_energy")
     options.progress = hook.c
+    c_matrices = _CRhfMatrices()
+    if matrices:
+        options.matrices_out = ctypes.pointer(c_matrices)
     result = _CRhfResult()
     text = ctypes.c_void_p()
     basis_c = os.fsencode(basis)
@@ -249,12 +279,23 @@ def rhf_energy(
     if hook.raised:
         if status == 0:
             _check(lib.tutti_free_c(text))
+            _check(lib.tutti_rhf_matrices_free(ctypes.byref(c_matrices)))
         hook.raise_pending()
     _check(status)
+    arrays = {}
     try:
         summary = json.loads(ctypes.string_at(text.value).decode("utf-8"))
+        if matrices:
+            nao, nmo = c_matrices.nao, c_matrices.nmo
+            arrays = dict(
+                orbital_energies=np.ctypeslib.as_array(c_matrices.orbital_energies, (nmo,)).copy(),
+                coefficients=np.ctypeslib.as_array(c_matrices.coefficients, (nao, nmo)).copy(),
+                density=np.ctypeslib.as_array(c_matrices.density, (nao, nao)).copy(),
+                occupied=c_matrices.occupied,
+            )
     finally:
         _check(lib.tutti_free_c(text))
+        _check(lib.tutti_rhf_matrices_free(ctypes.byref(c_matrices)))
     return RhfEnergy(
         energy=result.energy,
         electronic_energy=result.electronic_energy,
@@ -264,6 +305,7 @@ def rhf_energy(
         iterations=result.iterations,
         converged=bool(result.converged),
         summary=summary,
+        **arrays,
     )
 
 

@@ -47,10 +47,11 @@ _RESIDUAL_FN = ctypes.CFUNCTYPE(
 
 @dataclass(frozen=True)
 class FitResult:
-    """The outcome of :func:`fit`."""
+    """The outcome of :func:`fit`: ``parameters`` (n,) and ``covariance`` (n, n) as float64
+    numpy arrays, ``(J^T J)^-1`` at the solution."""
 
-    parameters: list[float]
-    covariance: list[list[float]]
+    parameters: "numpy.ndarray"
+    covariance: "numpy.ndarray"
     cost: float
     iterations: int
     evaluations: int
@@ -176,9 +177,11 @@ def fit(
             message = lib.tutti_last_error().decode("utf-8", errors="replace")
         raise TuttiError(status, message) from first
     _check(status)
+    import numpy as np
+
     return FitResult(
-        parameters=[parameters_c[i] for i in range(n)],
-        covariance=[[covariance_c[i * n + j] for j in range(n)] for i in range(n)],
+        parameters=np.ctypeslib.as_array(parameters_c)[:n].copy(),
+        covariance=np.ctypeslib.as_array(covariance_c)[: n * n].reshape(n, n).copy(),
         cost=result_c.cost,
         iterations=result_c.iterations,
         evaluations=result_c.evaluations,

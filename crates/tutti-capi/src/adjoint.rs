@@ -1,8 +1,9 @@
 //! RHF energies from C: a molecule (XYZ text, or atomic numbers and bohr coordinates) in a
 //! Gaussian basis set (a shipped name or an NWChem-format file).
 
-use std::ffi::{c_char, c_int};
+use std::ffi::{c_char, c_int, c_void};
 use std::path::Path;
+use std::ptr;
 use std::time::Instant;
 
 use tutti_adjoint::{
@@ -14,7 +15,7 @@ use crate::boundary::{
     check_disjoint, ffi_call, input_options, input_slice, input_str, positive_count, to_c_int,
     write_default, Out, Region,
 };
-use crate::memory::string_to_c;
+use crate::memory::{array_to_c, free_c, string_to_c};
 use crate::progress::TuttiProgressCallback;
 use crate::resources::TuttiResources;
 use crate::status::{Error, TuttiStatus};
@@ -41,9 +42,52 @@ pub struct TuttiRhfOptions {
     pub energy_tolerance: f64,
     /// ... and no density-matrix element by more than this (default 1e-8).
     pub density_tolerance: f64,
+    /// NULL (the default), or where `tutti_rhf_energy` and `tutti_rhf_energy_bohr` write the
+    /// converged orbitals and density (`TuttiRhfMatrices`, arrays allocated by tutti, released
+    /// with `tutti_rhf_matrices_free`), on success only. Must be NULL for
+    /// `tutti_rhf_gradient`.
+    pub matrices_out: *mut TuttiRhfMatrices,
     /// Where progress is reported (default: nowhere; see `TuttiProgressCallback`). Each SCF
     /// iteration (stage "iteration", `total` the iteration limit), with the energy.
     pub progress: TuttiProgressCallback,
+}
+
+/// The converged RHF's orbitals and density, in the AO order of PySCF for the same basis
+/// (atoms in input order, shells in basis order, spherical components as PySCF's, p as x, y,
+/// z), each AO normalized. The three arrays are allocated by tutti: release them with
+/// `tutti_rhf_matrices_free` (not `tutti_free_c` one by one, which also works but leaves the
+/// pointers dangling).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TuttiRhfMatrices {
+    /// AOs: the rows of `coefficients`, the order of `density`.
+    pub nao: c_int,
+    /// MOs: `nao`, or fewer when the basis is nearly linearly dependent and the SCF dropped
+    /// the overlap's smallest eigenvectors.
+    pub nmo: c_int,
+    /// Doubly occupied MOs: the first `occupied` columns of `coefficients`.
+    pub occupied: c_int,
+    /// `nmo` orbital energies, ascending, hartree (PySCF's `mo_energy`).
+    pub orbital_energies: *mut f64,
+    /// `nao * nmo` MO coefficients, row-major: `coefficients[mu * nmo + i]` is AO `mu` of MO
+    /// `i` (PySCF's `mo_coeff[mu, i]`); each column's sign is arbitrary.
+    pub coefficients: *mut f64,
+    /// `nao * nao` AO density matrix `P = 2 C_occ C_occ^T`, row-major and symmetric (PySCF's
+    /// `make_rdm1()`); `tr(P S)` is the electron count.
+    pub density: *mut f64,
+}
+
+impl Default for TuttiRhfMatrices {
+    fn default() -> Self {
+        Self {
+            nao: 0,
+            nmo: 0,
+            occupied: 0,
+            orbital_energies: ptr::null_mut(),
+            coefficients: ptr::null_mut(),
+            density: ptr::null_mut(),
+        }
+    }
 }
 
 /// What `tutti_rhf_energy` computed.
@@ -83,6 +127,7 @@ impl Default for TuttiRhfOptions {
             max_iterations: c_int::try_from(defaults.max_iterations).unwrap_or(c_int::MAX),
             energy_tolerance: defaults.energy_tolerance,
             density_tolerance: defaults.density_tolerance,
+            matrices_out: ptr::null_mut(),
             progress: TuttiProgressCallback::default(),
         }
     }
@@ -178,7 +223,15 @@ unsafe fn settings<'w>(
     scf.energy_tolerance = positive_tolerance(options.energy_tolerance, "energy_tolerance")?;
     scf.density_tolerance = positive_tolerance(options.density_tolerance, "density_tolerance")?;
     scf.progress = options.progress.to_rust();
-    Ok((RhfSettings { scf, kind, world }, options.charge))
+    Ok((
+        RhfSettings {
+            scf,
+            kind,
+            world,
+            matrices_out: options.matrices_out,
+        },
+        options.charge,
+    ))
 }
 
 /// The checked options of one call.
@@ -189,6 +242,8 @@ pub(crate) struct RhfSettings<'w> {
     pub(crate) kind: AngularKind,
     /// The MPI processes the call is split among (`options->resources.world`), if any.
     pub(crate) world: Option<&'w TuttiWorld>,
+    /// `options->matrices_out`: NULL, or where the orbitals and density go.
+    pub(crate) matrices_out: *mut TuttiRhfMatrices,
 }
 
 fn positive_tolerance(value: f64, name: &str) -> Result<f64, Error> {
@@ -267,16 +322,128 @@ fn energy(
         iterations: to_c_int(result.iterations, "the iteration count")?,
         converged: 1,
     };
-    // The JSON buffer is the last thing that can fail; nothing is written before it exists.
-    let json = match json_out {
-        Some(out) => Some((out, string_to_c(&summary.to_json())?)),
+    // SAFETY: NULL or valid for writing a TuttiRhfMatrices (the caller's promise about
+    // `options->matrices_out`); the helper checks alignment; it overlaps no other output
+    // (checked by the entry points).
+    let matrices_out = if settings.matrices_out.is_null() {
+        None
+    } else {
+        Some(unsafe { Out::new(settings.matrices_out, "options->matrices_out")? })
+    };
+    let matrices = match matrices_out {
+        Some(out) => Some((out, matrices_to_c(&result)?)),
         None => None,
     };
+    // The JSON buffer is the last thing that can fail; nothing is written before it exists.
+    let json = match json_out {
+        Some(out) => match string_to_c(&summary.to_json()) {
+            Ok(text) => Some((out, text)),
+            Err(error) => {
+                if let Some((_, mut allocated)) = matrices {
+                    // SAFETY: the arrays were just allocated by tutti and are released once.
+                    unsafe { release_matrices(&mut allocated) }?;
+                }
+                return Err(error);
+            }
+        },
+        None => None,
+    };
+    if let Some((out, allocated)) = matrices {
+        out.write(allocated);
+    }
     result_out.write(written);
     if let Some((out, text)) = json {
         out.write(text.as_ptr());
     }
     Ok(())
+}
+
+/// The orbitals and density of `result` in arrays allocated by tutti (row-major matrices).
+fn matrices_to_c(result: &tutti_adjoint::RhfResult) -> Result<TuttiRhfMatrices, Error> {
+    let (nao, nmo) = (result.nao, result.orbital_energies.len());
+    let row_major = |columns: usize, entry: &dyn Fn(usize, usize) -> f64| -> Vec<f64> {
+        (0..nao)
+            .flat_map(|row| (0..columns).map(move |column| (row, column)))
+            .map(|(row, column)| entry(row, column))
+            .collect()
+    };
+    let mut allocated = TuttiRhfMatrices {
+        nao: to_c_int(nao, "the number of AOs")?,
+        nmo: to_c_int(nmo, "the number of MOs")?,
+        occupied: to_c_int(result.occupied, "the occupied orbital count")?,
+        ..TuttiRhfMatrices::default()
+    };
+    let arrays = [
+        result.orbital_energies.clone(),
+        row_major(nmo, &|row, column| result.coefficients[(row, column)]),
+        row_major(nao, &|row, column| result.density[(row, column)]),
+    ];
+    for (index, values) in arrays.iter().enumerate() {
+        let pointer = match array_to_c(values) {
+            Ok(pointer) => pointer.as_ptr(),
+            Err(error) => {
+                // SAFETY: the arrays allocated so far are tutti's, released once here.
+                unsafe { release_matrices(&mut allocated) }?;
+                return Err(error);
+            }
+        };
+        match index {
+            0 => allocated.orbital_energies = pointer,
+            1 => allocated.coefficients = pointer,
+            _ => allocated.density = pointer,
+        }
+    }
+    Ok(allocated)
+}
+
+/// Releases the arrays of `matrices` and resets it (pointers NULL, counts 0).
+///
+/// # Safety
+/// Each pointer is NULL or a live buffer tutti allocated, not released before.
+unsafe fn release_matrices(matrices: &mut TuttiRhfMatrices) -> Result<(), Error> {
+    let arrays: [*mut c_void; 3] = [
+        matrices.orbital_energies.cast(),
+        matrices.coefficients.cast(),
+        matrices.density.cast(),
+    ];
+    *matrices = TuttiRhfMatrices::default();
+    let mut first_error = None;
+    for array in arrays {
+        // SAFETY: NULL or a live tutti buffer (the caller's promise); free_c refuses most
+        // other pointers without touching them.
+        if let Err(error) = unsafe { free_c(array) } {
+            first_error.get_or_insert(error);
+        }
+    }
+    first_error.map_or(Ok(()), Err)
+}
+
+/// Releases the three arrays of a `TuttiRhfMatrices` and resets the struct (pointers NULL,
+/// counts 0). NULL `matrices`, or one whose pointers are already NULL (released before, or
+/// zero-initialised), is a no-op returning `TUTTI_OK`.
+///
+/// Errors: `TUTTI_ERROR_INVALID_ARGUMENT` when a pointer is recognisably not a live tutti
+/// buffer (see `tutti_free_c`); the other arrays are released and every pointer is reset.
+///
+/// # Safety
+/// `matrices` is NULL or valid for reading and writing a `TuttiRhfMatrices` written by a
+/// successful `tutti_rhf_energy` or `tutti_rhf_energy_bohr`, or zero-initialised, whose
+/// arrays were not released with `tutti_free_c`.
+#[no_mangle]
+pub unsafe extern "C" fn tutti_rhf_matrices_free(matrices: *mut TuttiRhfMatrices) -> c_int {
+    ffi_call("tutti_rhf_matrices_free", || {
+        if matrices.is_null() {
+            return Ok(());
+        }
+        if !matrices.is_aligned() {
+            return Err(Error::invalid_argument(
+                "argument `matrices` is not aligned",
+            ));
+        }
+        // SAFETY: not NULL, aligned (checked above), valid for reads and writes, and its
+        // pointers NULL or live tutti buffers (the caller's promise).
+        unsafe { release_matrices(&mut *matrices) }
+    })
 }
 
 /// The memory of a string argument including its NUL, for [`check_disjoint`].
@@ -348,6 +515,7 @@ pub unsafe extern "C" fn tutti_rhf_energy(
                     Region::input("options", options, 1),
                     Region::output("result_out", result_out, 1),
                     Region::output("json_out", json_out, 1),
+                    Region::output("options->matrices_out", settings.matrices_out, 1),
                 ])?;
                 // SAFETY: the caller's promises above; the helpers check NULL and alignment; the
                 // outputs overlap nothing (checked above).
@@ -417,6 +585,7 @@ pub unsafe extern "C" fn tutti_rhf_energy_bohr(
                     Region::input("options", options, 1),
                     Region::output("result_out", result_out, 1),
                     Region::output("json_out", json_out, 1),
+                    Region::output("options->matrices_out", settings.matrices_out, 1),
                 ])?;
                 // SAFETY: the caller's promises above; the helpers check NULL and alignment; the
                 // outputs overlap nothing (checked above).
@@ -624,6 +793,71 @@ H 0.0 -0.7569503272636612 0.585882276618295
         assert_eq!(status, 0, "{}", last_error());
         assert!((bohr.energy - WATER_DEF2TZVP).abs() < 1e-8);
         assert!((bohr.energy - result.energy).abs() < 1e-10);
+    }
+
+    #[test]
+    fn matrices_out_gets_the_orbitals_and_density_and_frees_them() {
+        let mut matrices = TuttiRhfMatrices::default();
+        let mut with_matrices = options(2);
+        with_matrices.matrices_out = &mut matrices;
+        let (result, json) = xyz_energy(WATER_XYZ, c"sto-3g", &with_matrices).expect("2 devices");
+        let (nao, nmo, occupied) = (
+            matrices.nao as usize,
+            matrices.nmo as usize,
+            matrices.occupied as usize,
+        );
+        assert_eq!((nao, nmo, occupied), (7, 7, 5));
+        assert_eq!(result.nao, 7);
+        // SAFETY: tutti's arrays of the stated lengths, read before they are released.
+        let (energies, c, p) = unsafe {
+            (
+                std::slice::from_raw_parts(matrices.orbital_energies, nmo),
+                std::slice::from_raw_parts(matrices.coefficients, nao * nmo),
+                std::slice::from_raw_parts(matrices.density, nao * nao),
+            )
+        };
+        assert!(energies.windows(2).all(|pair| pair[0] <= pair[1]));
+        // The summary's HOMO and LUMO are the orbital energies around the occupied count.
+        let number = |key: &str| -> f64 {
+            let start = json.find(&format!("\"{key}\":")).expect("the key") + key.len() + 3;
+            let end = json[start..].find([',', '}']).expect("a value") + start;
+            json[start..end].trim().parse().expect("a number")
+        };
+        assert_eq!(number("homo"), energies[occupied - 1]);
+        assert_eq!(number("lumo"), energies[occupied]);
+        // P = 2 C_occ C_occ^T, entry by entry (the same products in another order).
+        for mu in 0..nao {
+            for nu in 0..nao {
+                let product: f64 = (0..occupied)
+                    .map(|i| 2.0 * c[mu * nmo + i] * c[nu * nmo + i])
+                    .sum();
+                assert!((p[mu * nao + nu] - product).abs() < 1e-12, "P[{mu}][{nu}]");
+                assert_eq!(p[mu * nao + nu], p[nu * nao + mu]);
+            }
+        }
+        // SAFETY: written by the successful call above, released once.
+        assert_eq!(unsafe { tutti_rhf_matrices_free(&mut matrices) }, 0);
+        assert_eq!(matrices, TuttiRhfMatrices::default());
+        // SAFETY: a reset struct and NULL are no-ops.
+        assert_eq!(unsafe { tutti_rhf_matrices_free(&mut matrices) }, 0);
+        // SAFETY: as above.
+        assert_eq!(unsafe { tutti_rhf_matrices_free(ptr::null_mut()) }, 0);
+        // Overlapping another output is refused, and nothing is written.
+        let mut result = TuttiRhfResult::default();
+        let mut aliased = options(1);
+        aliased.matrices_out = (&mut result as *mut TuttiRhfResult).cast();
+        // SAFETY: valid strings and pointers; the overlap is refused before any write.
+        let status = unsafe {
+            tutti_rhf_energy(
+                WATER_XYZ.as_ptr(),
+                c"sto-3g".as_ptr(),
+                &aliased,
+                &mut result,
+                ptr::null_mut(),
+            )
+        };
+        assert_eq!(status, TuttiStatus::TUTTI_ERROR_INVALID_ARGUMENT as c_int);
+        assert!(last_error().contains("matrices_out"), "{}", last_error());
     }
 
     #[test]
@@ -887,6 +1121,7 @@ END
             max_iterations: 9,
             energy_tolerance: 9.0,
             density_tolerance: 9.0,
+            matrices_out: ptr::NonNull::dangling().as_ptr(),
             progress: crate::progress::recording::Seen::default().callback(),
         };
         // SAFETY: a valid pointer to a local.
@@ -900,5 +1135,6 @@ END
         assert_eq!(options.energy_tolerance, scf.energy_tolerance);
         assert_eq!(options.density_tolerance, scf.density_tolerance);
         assert_eq!(options.progress, TuttiProgressCallback::default());
+        assert!(options.matrices_out.is_null());
     }
 }

@@ -325,6 +325,12 @@ pub unsafe extern "C" fn tutti_rhf_gradient(
         let (xyz_text, basis_name, result_out, json_out, serial) = checked(
             settings.world,
             (|| {
+                if !settings.matrices_out.is_null() {
+                    return Err(Error::invalid_argument(
+                        "options->rhf.matrices_out is not NULL: the gradient returns no \
+                         matrices (use tutti_rhf_energy for them)",
+                    ));
+                }
                 let serial = match options.serial {
                     0 => false,
                     1 => true,
@@ -711,6 +717,17 @@ END
                 options(0, 0),
                 invalid,
                 "options->resources",
+            ),
+            (
+                WATER_XYZ,
+                c"sto-3g",
+                {
+                    let mut asking = defaults;
+                    asking.rhf.matrices_out = ptr::NonNull::dangling().as_ptr();
+                    asking
+                },
+                invalid,
+                "options->rhf.matrices_out",
             ),
             (
                 WATER_XYZ,

@@ -52,8 +52,8 @@ pub mod version;
 pub mod world;
 
 pub use adjoint::{
-    tutti_rhf_energy, tutti_rhf_energy_bohr, tutti_rhf_options_default, TuttiRhfOptions,
-    TuttiRhfResult,
+    tutti_rhf_energy, tutti_rhf_energy_bohr, tutti_rhf_matrices_free, tutti_rhf_options_default,
+    TuttiRhfMatrices, TuttiRhfOptions, TuttiRhfResult,
 };
 pub use adjoint_gradient::{
     tutti_gradient_options_default, tutti_rhf_gradient, tutti_rhf_gradient_free,

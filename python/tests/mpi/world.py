@@ -94,7 +94,8 @@ with tutti.World.from_mpi4py(comm) as world:
     over = tutti.fit(exponential, counts, [1.0, 0.0], resources=cpu(1, world))
     alone = tutti.fit(exponential, counts, [1.0, 0.0], resources=cpu(size))
     check(
-        over.parameters == alone.parameters and over.covariance == alone.covariance,
+        np.array_equal(over.parameters, alone.parameters)
+        and np.array_equal(over.covariance, alone.covariance),
         f"the fit over {size} processes is bitwise the fit on {size} devices",
     )
 
