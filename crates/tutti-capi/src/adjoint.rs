@@ -322,12 +322,12 @@ fn energy(
         iterations: to_c_int(result.iterations, "the iteration count")?,
         converged: 1,
     };
-    // SAFETY: NULL or valid for writing a TuttiRhfMatrices (the caller's promise about
-    // `options->matrices_out`); the helper checks alignment; it overlaps no other output
-    // (checked by the entry points).
     let matrices_out = if settings.matrices_out.is_null() {
         None
     } else {
+        // SAFETY: not NULL, so valid for writing a TuttiRhfMatrices (the caller's promise
+        // about `options->matrices_out`); the helper checks alignment; it overlaps no other
+        // output (checked by the entry points).
         Some(unsafe { Out::new(settings.matrices_out, "options->matrices_out")? })
     };
     let matrices = match matrices_out {
