@@ -1,24 +1,34 @@
 //! One SRC sweep on one rank of a group: the rank owns a contiguous block of sketch columns.
 //!
 //! Left to right, each rank builds its columns of every sketched environment (no
-//! communication). Right to left, per site: every rank forms its rows of the sketched matrix,
-//! rank 0 gathers them, runs the QR and scatters blocks of rows of the new core, each rank
-//! projects its rows of the next right environment S, and an allgather gives every rank the
-//! whole S. A group of one runs the same code inline with trivial exchanges.
+//! communication). Right to left, per site: every rank forms its rows of the sketched matrix
+//! Y (its sketch columns), and the QR of the tall `Y^T` (`p chi x r`) gives the new core. On
+//! several ranks that QR is split among them ([`crate::cholesky_qr`]): an all-to-all turns
+//! the blocks of rows of Y into blocks of rows of `Y^T` (each rank a contiguous block of the
+//! `p chi` rows), a distributed CholeskyQR2 factors it, and an allgather of `Q`'s row blocks
+//! gives every rank the new core. A sketch too ill-conditioned for CholeskyQR (and one
+//! device) takes the Householder path instead: rank 0 gathers Y, runs the QR and scatters
+//! blocks of rows of the new core. Each rank then projects its rows of the next right
+//! environment S, and an allgather gives every rank the whole S. A group of one runs the same
+//! code inline with trivial exchanges.
 //!
 //! Collectives run on the rank's own thread; the contractions of each step run in the
 //! rank's device thread pool (`pool.install`), so the work stealing stays inside the rank.
+
+use std::ops::Range;
+use std::time::Instant;
 
 use faer::Par;
 use rayon::ThreadPool;
 use tutti_group::Comm;
 
+use crate::cholesky_qr::{cholesky_qr, CholeskyQrError, CholeskyQrPath};
 use crate::executor::{DeviceExecutor, Executor, HostExecutor};
 use crate::layer::Layer;
 use crate::linalg::qr_q_transposed;
 use crate::memory::try_filled_vec;
 use crate::sketch::{block, sketch_block};
-use crate::src::{Pass, ProgressFn, SweepProgress};
+use crate::src::{Pass, ProgressFn, QrInfo, SweepProgress};
 use crate::stack::{Stack, StackReader};
 use crate::tensor::{Axis, Buffers, Tensor};
 use crate::train::{Core, CoreShape, TensorTrain, TrainKind};
@@ -34,6 +44,8 @@ pub(crate) struct SweepJob<'a> {
     pub progress: Option<&'a ProgressFn>,
     /// Whether a rank computes on its device or on the host.
     pub kernels: tutti_backend::Kernels,
+    /// Whether several ranks split the QR of the sketched matrices.
+    pub distributed_qr: bool,
 }
 
 /// A sketched environment `env` (`[Col, Left(0), ..., Left(L-1)]`) times every layer's core
@@ -212,13 +224,14 @@ pub(crate) fn sketch_column<T: Scalar>(
 }
 
 /// Runs the sweep on this rank; rank 0 returns the right-canonical result (bonds <= width),
-/// the other ranks `None`. The contractions run on the rank's device when `job.kernels` says
+/// the other ranks `None`, and every rank how the sketched matrices were factored (the
+/// seconds its own). The contractions run on the rank's device when `job.kernels` says
 /// so for it ([`DeviceExecutor`]), else on the host in the rank's pool ([`HostExecutor`]).
 pub(crate) fn sweep_rank<T: Scalar>(
     comm: &Comm<'_>,
     layers: &[&dyn Layer<T>],
     job: &SweepJob<'_>,
-) -> Result<Option<TensorTrain<T>>, SweepError> {
+) -> Result<(Option<TensorTrain<T>>, QrInfo), SweepError> {
     let pool = comm.device().thread_pool()?;
     if job.kernels.on(comm.device()) {
         let mut exec = DeviceExecutor {
@@ -245,7 +258,7 @@ fn sweep_rank_with<T: Scalar, E: Executor<T>>(
     layers: &[&dyn Layer<T>],
     job: &SweepJob<'_>,
     exec: &mut E,
-) -> Result<Option<TensorTrain<T>>, SweepError> {
+) -> Result<(Option<TensorTrain<T>>, QrInfo), SweepError> {
     let pool = comm.device().thread_pool()?;
     let par = match pool.current_num_threads() {
         0 | 1 => Par::Seq,
@@ -299,6 +312,7 @@ fn sweep_rank_with<T: Scalar, E: Executor<T>>(
         phys_product = phys_product.saturating_mul(stack.phys(site));
     }
     let mut reader = StackReader::new(stack, layers, true)?;
+    let mut qr = QrInfo::default();
     for site in (1..n).rev() {
         report(job.progress, rank, Pass::Orthogonalize, site, n);
         let (d_out, d_in) = stack.out_phys(site);
@@ -326,44 +340,26 @@ fn sweep_rank_with<T: Scalar, E: Executor<T>>(
             exec.recycle(done);
         }
 
-        // Rank 0: Y^T = Q R; the new core is Q^T (rank x phys*chi_right), right-orthonormal.
+        // Y^T = Q R; the new core is V = Q^T (rank x phys*chi_right), right-orthonormal.
         let y = exec.release(y)?;
-        let gathered = comm.gather(0, &y.data)?.map(|blocks| blocks.concat());
-        drop(y);
-        let blocks = match gathered {
-            Some(sketch) => {
-                let rank_k = job.width.min(row_width).min(left_caps[site]);
-                // Row-major Y (width x row_width) is column-major Y^T; its first rank_k
-                // columns are the first rank_k sketch columns.
-                // faer's blocked QR synchronises its threads per panel: below some tens of
-                // MFLOP a second thread costs more than it gains (measured on the 2-core
-                // development host, XXZ x MPS at D_psi = 128: the 31 QRs of 256 x 128 took
-                // 74-101 ms on two threads, 26-31 ms on one).
-                let qr_par = if row_width * rank_k * rank_k >= 1 << 24 {
-                    par
-                } else {
-                    Par::Seq
-                };
-                let v = pool.install(|| {
-                    qr_q_transposed(&sketch[..rank_k * row_width], row_width, rank_k, qr_par)
-                });
-                drop(sketch);
-                let blocks: Vec<Vec<T>> = (0..size)
-                    .map(|r| {
-                        let rows = block(rank_k, size, r);
-                        v[rows.start * row_width..rows.end * row_width].to_vec()
-                    })
-                    .collect();
-                out[site] = Some(Core {
-                    shape: stack.out_shape(site, rank_k, chi_right),
-                    data: v,
-                });
-                Some(blocks)
-            }
-            None => None,
+        let rank_k = job.width.min(row_width).min(left_caps[site]);
+        let started = Instant::now();
+        let sketch = SiteSketch {
+            y: &y.data,
+            columns: columns.clone(),
+            rank_k,
+            row_width,
         };
-        let my_rows = comm.scatter(0, blocks.as_deref())?;
-        drop(blocks);
+        let core = factor_sketch(comm, pool, par, &sketch, job.distributed_qr, &mut qr)?;
+        qr.seconds += started.elapsed().as_secs_f64();
+        drop(y);
+        if let Some(v) = core.whole {
+            out[site] = Some(Core {
+                shape: stack.out_shape(site, rank_k, chi_right),
+                data: v,
+            });
+        }
+        let my_rows = core.mine;
         let count = my_rows.len() / row_width.max(1);
 
         // This rank's rows of the next S: S[r, a] = sum_{p, c} conj(V[r, p, c]) X[p, a, c].
@@ -395,7 +391,7 @@ fn sweep_rank_with<T: Scalar, E: Executor<T>>(
     let cores = reader.next_site(0)?;
     report(job.progress, rank, Pass::Orthogonalize, 0, n);
     if rank != 0 {
-        return Ok(None);
+        return Ok((None, qr));
     }
     let first = pool.install(|| {
         let cores = hold_all(exec, cores)?;
@@ -406,7 +402,7 @@ fn sweep_rank_with<T: Scalar, E: Executor<T>>(
         shape: stack.out_shape(0, 1, chi_right),
         data: first.data,
     });
-    // Rank 0 computed every site above (its `gathered` is always `Some`).
+    // Rank 0 holds every site's core ([`factor_sketch`] returns it there).
     let cores = out
         .into_iter()
         .enumerate()
@@ -418,7 +414,175 @@ fn sweep_rank_with<T: Scalar, E: Executor<T>>(
             })
         })
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(Some(TensorTrain::from_trusted(stack.out_kind, cores)))
+    Ok((Some(TensorTrain::from_trusted(stack.out_kind, cores)), qr))
+}
+
+/// One site's sketched matrix as this rank holds it.
+struct SiteSketch<'a, T> {
+    /// This rank's rows of Y (its sketch columns): row-major `columns.len() x row_width`.
+    y: &'a [T],
+    /// Which sketch columns (rows of Y) this rank holds.
+    columns: Range<usize>,
+    /// The new bond: the QR factors the first `rank_k` rows of Y, transposed.
+    rank_k: usize,
+    /// `phys * chi_right`, the rows of `Y^T`.
+    row_width: usize,
+}
+
+/// The new core `V = Q^T` of one site as a rank holds it.
+struct NewCore<T> {
+    /// This rank's rows, `block(rank_k, size, rank)`, row-major `x row_width`.
+    mine: Vec<T>,
+    /// At rank 0, all of V (row-major `rank_k x row_width`); `None` elsewhere.
+    whole: Option<Vec<T>>,
+}
+
+/// The thin QR of `Y^T` (its first `rank_k` columns), as the new core `V = Q^T`. Split
+/// among the ranks when `distributed` and there are several, else (or when CholeskyQR breaks
+/// down) Householder at rank 0; `info` counts which.
+fn factor_sketch<T: Scalar>(
+    comm: &Comm<'_>,
+    pool: &ThreadPool,
+    par: Par,
+    sketch: &SiteSketch<'_, T>,
+    distributed: bool,
+    info: &mut QrInfo,
+) -> Result<NewCore<T>, SweepError> {
+    let size = comm.size();
+    let SiteSketch {
+        rank_k, row_width, ..
+    } = *sketch;
+    if distributed && size > 1 {
+        if let Some(split) = factor_split(comm, pool, par, sketch, info)? {
+            return Ok(split);
+        }
+    }
+    let gathered = comm.gather(0, sketch.y)?.map(|blocks| blocks.concat());
+    let blocks = match gathered {
+        Some(whole_y) => {
+            // Row-major Y (width x row_width) is column-major Y^T; its first rank_k
+            // columns are the first rank_k sketch columns.
+            // faer's blocked QR synchronises its threads per panel: below some tens of
+            // MFLOP a second thread costs more than it gains (measured on the 2-core
+            // development host, XXZ x MPS at D_psi = 128: the 31 QRs of 256 x 128 took
+            // 74-101 ms on two threads, 26-31 ms on one).
+            let qr_par = if row_width * rank_k * rank_k >= 1 << 24 {
+                par
+            } else {
+                Par::Seq
+            };
+            let v = pool.install(|| {
+                qr_q_transposed(&whole_y[..rank_k * row_width], row_width, rank_k, qr_par)
+            });
+            drop(whole_y);
+            let blocks: Vec<Vec<T>> = (0..size)
+                .map(|r| {
+                    let rows = block(rank_k, size, r);
+                    v[rows.start * row_width..rows.end * row_width].to_vec()
+                })
+                .collect();
+            Some((blocks, v))
+        }
+        None => None,
+    };
+    let mine = comm.scatter(0, blocks.as_ref().map(|(b, _)| b.as_slice()))?;
+    info.householder += 1;
+    Ok(NewCore {
+        mine,
+        whole: blocks.map(|(_, v)| v),
+    })
+}
+
+/// [`factor_sketch`] split among the ranks: `None` (on every rank alike) when CholeskyQR
+/// broke down and the Householder path must run instead.
+///
+/// Rank r holds the rows `block(row_width, size, r)` of `Y^T`: an all-to-all sends it, from
+/// every rank, that rank's first-`rank_k` sketch columns restricted to those entries (row-major
+/// pieces of Y that, concatenated in rank order, are the block column-major). After the
+/// CholeskyQR, `Q`'s row block is the same columns of V; an allgather gives every rank all of
+/// V, of which it keeps its rows (rank 0 all of them).
+fn factor_split<T: Scalar>(
+    comm: &Comm<'_>,
+    pool: &ThreadPool,
+    par: Par,
+    sketch: &SiteSketch<'_, T>,
+    info: &mut QrInfo,
+) -> Result<Option<NewCore<T>>, SweepError> {
+    let (rank, size) = (comm.rank(), comm.size());
+    let SiteSketch {
+        y,
+        ref columns,
+        rank_k,
+        row_width,
+    } = *sketch;
+    let kept = columns.start.min(rank_k)..columns.end.min(rank_k);
+    let sends: Vec<Vec<T>> = (0..size)
+        .map(|r| {
+            let entries = block(row_width, size, r);
+            let mut piece = Vec::with_capacity(kept.len() * entries.len());
+            for c in kept.clone() {
+                let row = (c - columns.start) * row_width;
+                piece.extend_from_slice(&y[row + entries.start..row + entries.end]);
+            }
+            piece
+        })
+        .collect();
+    let mine = block(row_width, size, rank);
+    let local = comm.all_to_all(&sends)?.concat();
+    drop(sends);
+    // The same rule as the Householder QR's: a second thread only for tens of MFLOP.
+    let local_par = if mine.len() * rank_k * rank_k >= 1 << 24 {
+        par
+    } else {
+        Par::Seq
+    };
+    let factored = match cholesky_qr(comm, local, rank_k, pool, local_par) {
+        Ok(factored) => factored,
+        Err(CholeskyQrError::Comm(error)) => return Err(error.into()),
+        Err(CholeskyQrError::Breakdown(breakdown)) => {
+            log::debug!(
+                "tutti-sweep: the distributed QR of a {row_width} x {rank_k} sketch broke down \
+                 ({breakdown}); Householder QR at rank 0 instead"
+            );
+            return Ok(None);
+        }
+    };
+    info.distributed += 1;
+    if factored.info.path == CholeskyQrPath::Shifted {
+        info.shifted += 1;
+    }
+    info.worst_orthogonality = info.worst_orthogonality.max(factored.info.orthogonality);
+    // Q's rows `mine`, column-major, are V's columns `mine`, row-major (rank_k x mine.len()).
+    let pieces = comm.allgather(&factored.q_local)?;
+    drop(factored);
+    let my_block = block(rank_k, size, rank);
+    let v_rows = if rank == 0 {
+        0..rank_k
+    } else {
+        my_block.clone()
+    };
+    let mut v = try_filled_vec(v_rows.len() * row_width, T::zero(), || {
+        format!("the new core ({} x {row_width})", v_rows.len())
+    })?;
+    for (r, piece) in pieces.iter().enumerate() {
+        let entries = block(row_width, size, r);
+        for (i, row) in v_rows.clone().enumerate() {
+            let from = row * entries.len();
+            v[i * row_width + entries.start..i * row_width + entries.end]
+                .copy_from_slice(&piece[from..from + entries.len()]);
+        }
+    }
+    Ok(Some(if rank == 0 {
+        NewCore {
+            mine: v[my_block.start * row_width..my_block.end * row_width].to_vec(),
+            whole: Some(v),
+        }
+    } else {
+        NewCore {
+            mine: v,
+            whole: None,
+        }
+    }))
 }
 
 /// `work` in `pool` (its rayon calls use the pool's threads).

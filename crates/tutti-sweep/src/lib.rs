@@ -39,6 +39,7 @@
 /// explicit GPU request still opens the GPUs (their ranks compute on the host).
 pub const GPU_USE: tutti_backend::GpuUse = tutti_backend::GpuUse::HostOnly;
 
+mod cholesky_qr;
 mod contract;
 #[doc(hidden)]
 pub mod device_check;
@@ -69,7 +70,8 @@ pub use models::heisenberg_xxz;
 pub use npy_io::{read_train, write_train, FileDtype, NpyTrain};
 pub use scalar::Scalar;
 pub use src::{
-    apply, compress, plan, src, src_on, Pass, ProgressFn, SrcInfo, SrcOptions, SweepProgress,
+    apply, compress, plan, src, src_on, Pass, ProgressFn, QrInfo, SrcInfo, SrcOptions,
+    SweepProgress,
 };
 pub use train::{Core, CoreShape, TensorTrain, TrainKind};
 pub use tutti_backend::Complex64;

@@ -96,6 +96,13 @@ pub struct SrcOptions {
     /// simulated devices too (the host implementations of the same calls: the host path's
     /// bits, for tests). The QR runs on the host either way.
     pub kernels: Kernels,
+    /// Whether the QR of each site's sketched matrix is split among the ranks (default
+    /// `false`: on 2 ranks of a 2-core host it measured no faster, see docs/sweep.md,
+    /// "Distributed QR"): a distributed CholeskyQR2 (shifted CholeskyQR3 for an ill-conditioned
+    /// sketch) over row blocks of the matrix, falling back to a Householder QR at rank 0 for
+    /// a sketch too ill-conditioned for it. `false`: every site's QR is a Householder QR at
+    /// rank 0 while the other ranks wait. One device always runs the Householder QR.
+    pub distributed_qr: bool,
 }
 
 impl std::fmt::Debug for SrcOptions {
@@ -108,6 +115,7 @@ impl std::fmt::Debug for SrcOptions {
             .field("resources", &self.resources)
             .field("progress", &self.progress.is_some())
             .field("kernels", &self.kernels)
+            .field("distributed_qr", &self.distributed_qr)
             .finish()
     }
 }
@@ -123,6 +131,7 @@ impl SrcOptions {
             resources: Resources::default(),
             progress: None,
             kernels: Kernels::Auto,
+            distributed_qr: false,
         }
     }
 
@@ -161,6 +170,12 @@ impl SrcOptions {
         self.kernels = kernels;
         self
     }
+
+    /// With the QR of the sketched matrices split among the ranks (`true`) or at rank 0.
+    pub fn with_distributed_qr(mut self, distributed_qr: bool) -> Self {
+        self.distributed_qr = distributed_qr;
+        self
+    }
 }
 
 /// Diagnostics of [`src`].
@@ -182,6 +197,30 @@ pub struct SrcInfo {
     pub exact_fallback: bool,
     /// The weight (sum of squared singular values) the final truncation sweep discarded.
     pub truncated_weight: f64,
+    /// How the sketched matrices were factored, as rank 0 saw it.
+    pub qr: QrInfo,
+}
+
+/// Diagnostics of the QR of the sketched matrices (one per site, n-1 down to 1), part of
+/// [`SrcInfo`].
+#[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub struct QrInfo {
+    /// Sites whose QR was split among the ranks (distributed CholeskyQR2 or shifted
+    /// CholeskyQR3).
+    pub distributed: usize,
+    /// Of those, the sites that took the shifted path (an ill-conditioned sketch).
+    pub shifted: usize,
+    /// Sites factored by Householder QR at rank 0: every site on one device or with
+    /// [`SrcOptions::distributed_qr`] off, else the sketches too ill-conditioned for the
+    /// distributed QR (numerically rank-deficient, condition number near 1e16 or beyond).
+    pub householder: usize,
+    /// The largest `||Q^H Q - I||_F` the distributed QRs reached, measured over the ranks (0
+    /// when none ran); at most `2 (sqrt(m n + n(n+1)) + n) 2^-53` for an `m x n` sketch.
+    pub worst_orthogonality: f64,
+    /// Wall-clock seconds rank 0 spent in the QR step of the right-to-left pass:
+    /// exchanging the sketched matrix, factoring it, and handing out the new core's rows.
+    pub seconds: f64,
 }
 
 /// Whether the note on 2-site stacks was logged (once per process; an atomic, not a `Once`,
@@ -277,6 +316,7 @@ pub fn src_on<T: Scalar>(
             seconds: started.elapsed().as_secs_f64(),
             exact_fallback: true,
             truncated_weight: exact.discarded_weight,
+            qr: QrInfo::default(),
         };
         return Ok((train, info));
     }
@@ -286,18 +326,22 @@ pub fn src_on<T: Scalar>(
         seed: options.seed,
         progress: options.progress.as_ref(),
         kernels: options.kernels,
+        distributed_qr: options.distributed_qr,
     };
     // A process of a group spanning processes holds one rank: rank 0 shares its train, so
     // that every process returns the result.
     let results = if group.is_spanning() {
-        group.run(|comm| share_train(comm, sweep_rank(comm, layers, &job)?).map(Some))?
+        group.run(|comm| {
+            let (train, qr) = sweep_rank(comm, layers, &job)?;
+            Ok::<_, SweepError>((Some(share_train(comm, train)?), qr))
+        })?
     } else {
         group.run(|comm| sweep_rank(comm, layers, &job))?
     };
-    let train = results
+    let (train, qr) = results
         .into_iter()
         .next()
-        .flatten()
+        .and_then(|(train, qr)| Some((train?, qr)))
         .ok_or_else(|| SweepError::RankStart {
             rank: 0,
             message: "rank 0 returned no result".into(),
@@ -321,6 +365,7 @@ pub fn src_on<T: Scalar>(
         seconds: started.elapsed().as_secs_f64(),
         exact_fallback: false,
         truncated_weight,
+        qr,
     };
     Ok((train, info))
 }

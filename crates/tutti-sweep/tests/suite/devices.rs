@@ -20,10 +20,12 @@ fn stack<T: Scalar>() -> (TensorTrain<T>, TensorTrain<T>, TensorTrain<T>) {
 fn agree<T: Scalar>() {
     let (a, b, psi) = stack::<T>();
     let layers: [&dyn Layer<T>; 3] = [&a, &b, &psi];
-    for (chi, oversample) in [(7, 0), (5, 3), (2, 0), (1, 2)] {
+    let cases = [(7, 0), (5, 3), (2, 0), (1, 2)];
+    for ((chi, oversample), distributed_qr) in cases.into_iter().zip([false, true].iter().cycle()) {
         let options = SrcOptions::new(chi)
             .with_seed(3)
-            .with_oversample(oversample);
+            .with_oversample(oversample)
+            .with_distributed_qr(*distributed_qr);
         let on = |resources: Resources| src(&layers, &options.clone().with_resources(resources));
         let (one, _) = on(Resources::cpu(1)).unwrap();
         let scale = norm(&one);
@@ -34,9 +36,12 @@ fn agree<T: Scalar>() {
             println!(
                 "chi {chi} k {oversample} G {g}: relative difference to one device {diff:.2e}"
             );
-            // The split changes only the order of the sums of the sketched matrix's rows
-            // and of S's rows among ranks: rounding, far below 1e-10 at these sizes.
-            assert!(diff < 1e-10, "G {g} chi {chi}: {diff:e}");
+            // The split changes the order of the sums of the sketched matrix's rows and of
+            // S's rows among ranks, and (every other case) factors the sketches by
+            // distributed CholeskyQR2 instead of Householder: both backward stable, so the results differ by
+            // rounding times the sketches' condition numbers (measured <= 3.5e-15; the issue
+            // asks for 1e-12).
+            assert!(diff < 1e-12, "G {g} chi {chi}: {diff:e}");
             let (again, _) = on(Resources::cpu(g)).unwrap();
             assert!(
                 same_bits(&split, &again),
@@ -50,7 +55,7 @@ fn agree<T: Scalar>() {
             let request = Resources::cpu(1).with_devices(DeviceRequest::Ordinals(ordinals));
             let (split, info) = on(request).unwrap();
             assert_eq!(info.devices, count);
-            assert!(distance(&split, &one).unwrap() / scale < 1e-10);
+            assert!(distance(&split, &one).unwrap() / scale < 1e-12);
         }
     }
 }

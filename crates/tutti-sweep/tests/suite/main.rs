@@ -8,6 +8,7 @@
 mod common;
 
 mod devices;
+mod distributed_qr;
 mod errors;
 mod exactness;
 mod hardening;
