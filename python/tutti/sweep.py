@@ -348,11 +348,13 @@ def src(
         count = _int(len(owned), "n")
         _entering_library()
         status = lib.tutti_src(stack, count, ctypes.byref(options), ctypes.byref(out))
+        if status != 0 and not hook.raised:
+            # Now, while the thread's last error is this call's: leaving the block calls in.
+            _check(status)
     del keepalive  # the struct's pointers were read during the call
     result = Train(None, _handle=out.value) if status == 0 else None
     if hook.raised:
         if result is not None:
             result.close()
         hook.raise_pending()
-    _check(status)
     return result
