@@ -16,8 +16,7 @@ use std::ptr;
 
 use libfuzzer_sys::fuzz_target;
 use tutti::{
-    tutti_direct_sum, tutti_fmm, tutti_fmm_options_default, TuttiFmmOptions, TuttiKind,
-    TuttiResources, TuttiStatus,
+    tutti_direct_sum, tutti_fmm, tutti_fmm_options_default, TuttiFmmOptions, TuttiKind, TuttiStatus,
 };
 use tutti_fuzz::Bytes;
 
@@ -42,9 +41,7 @@ fuzz_target!(|data: &[u8]| {
         order: 0,
         theta: 0.0,
         leaf_size: 0,
-        softening: 0.0,
-        f32_far_field: 0,
-        resources: TuttiResources::default(),
+        ..TuttiFmmOptions::default()
     };
     // SAFETY: a writable options struct.
     assert_eq!(unsafe { tutti_fmm_options_default(&mut options) }, OK);
