@@ -151,13 +151,3 @@ fn qr_share(n: usize, bond: usize, runs: usize) {
 fn qr_share_of_a_sweep_on_two_ranks() {
     qr_share(24, 64, 5);
 }
-
-/// Larger sketches (up to 512 x 256): `cargo test -p tutti-sweep --release --test suite
-/// qr_share -- --ignored --nocapture`.
-#[test]
-#[ignore = "slow: seconds in a test build"]
-fn qr_share_of_larger_sweeps_on_two_ranks() {
-    for bond in [128, 256] {
-        qr_share(24, bond, 7);
-    }
-}
