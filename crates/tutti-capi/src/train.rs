@@ -206,9 +206,9 @@ pub fn sweep_error(error: SweepError) -> Error {
         | SweepError::NonFinite { .. }
         | SweepError::InvalidOption { .. }
         | SweepError::Factorization { .. } => TUTTI_ERROR_INVALID_ARGUMENT,
+        SweepError::Plan(tutti_plan::PlanError::Io { .. }) => TUTTI_ERROR_IO,
         SweepError::OutOfMemory { .. }
         | SweepError::Plan(_)
-        | SweepError::NeedsDisk { .. }
         | SweepError::Backend(BackendError::OutOfMemory { .. }) => TUTTI_ERROR_OUT_OF_MEMORY,
         SweepError::File { .. } | SweepError::Io { .. } => TUTTI_ERROR_IO,
         SweepError::RankPanicked { .. } => TUTTI_ERROR_PANIC,

@@ -193,8 +193,7 @@ impl From<SweepError> for Failure {
             | SweepError::InvalidOption { .. }
             | SweepError::Factorization { .. }
             | SweepError::File { .. }
-            | SweepError::Io { .. }
-            | SweepError::NeedsDisk { .. } => true,
+            | SweepError::Io { .. } => true,
             SweepError::Group(error) => group_is_input(error),
             SweepError::Backend(error) => backend_is_input(error),
             SweepError::Plan(error) => plan_is_input(error),

@@ -38,8 +38,9 @@ pub struct SweepArgs {
     #[arg(long, value_name = "DIR", required_unless_present = "plan")]
     out: Option<PathBuf>,
     /// Print the memory plan (the layers' cores, the sketch, the work and collective buffers,
-    /// the sketched environments and the result, with the tier of each) and exit, or fail
-    /// with the numbers when it does not fit the devices and caps.
+    /// each site's sketched environment and the result, with the tier of each: environments
+    /// that fit neither the device nor the host caps spill to the scratch directory) and exit,
+    /// or fail with the numbers when it does not fit the devices, caps and scratch limit.
     #[arg(long)]
     plan: bool,
     /// Where the contractions run: on the device for GPU ranks and on the host for simulated
@@ -155,6 +156,13 @@ fn run_typed<T: Scalar>(
             "bonds": info.bonds,
             "norm": info.norm,
             "truncated_weight": info.truncated_weight,
+            "plan": info.plan.summary(),
+            "environments": {
+                "on_device": info.environments.on_device,
+                "on_host": info.environments.on_host,
+                "on_disk": info.environments.on_disk,
+                "spilled_bytes": info.environments.spilled_bytes,
+            },
             "outputs": { "train": out },
             "timings": {
                 "sweep": info.seconds,
@@ -178,6 +186,17 @@ fn run_typed<T: Scalar>(
             ""
         },
     );
+    println!("plan:  {}", info.plan.summary());
+    let env = &info.environments;
+    if env.on_host + env.on_disk > 0 {
+        println!(
+            "environments: {} on device, {} on host, {} on disk ({} spilled)",
+            env.on_device,
+            env.on_host,
+            env.on_disk,
+            tutti_backend::format_bytes(env.spilled_bytes)
+        );
+    }
     println!("bonds: {:?}", info.bonds);
     println!("norm:  {:.12e}", info.norm);
     if info.truncated_weight > 0.0 {
@@ -338,5 +357,104 @@ mod tests {
         assert!(err.message().contains("memory plan"), "{err}");
         assert!(!planned.exists());
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Caps in MiB that hold the per-site working set but leave the environments no host
+    /// room: they spill to `--scratch`, and the result is the uncapped run's, bit for bit.
+    #[test]
+    fn environments_spill_to_the_scratch_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let (h, psi) = (
+            train(TrainKind::Mpo, 16, 4, 0.5),
+            train(TrainKind::Mps, 16, 128, 1.5),
+        );
+        let (h_dir, psi_dir) = (dir.path().join("h"), dir.path().join("psi"));
+        write_train(&h, &h_dir).unwrap();
+        write_train(&psi, &psi_dir).unwrap();
+        let scratch = dir.path().join("scratch");
+        std::fs::create_dir(&scratch).unwrap();
+
+        // The working set from the library's uncapped plan, rounded up to MiB.
+        let files = [
+            NpyTrain::open(&h_dir).unwrap(),
+            NpyTrain::open(&psi_dir).unwrap(),
+        ];
+        let layers: [&dyn Layer<f64>; 2] = [&files[0], &files[1]];
+        let options = SrcOptions::new(64)
+            .with_seed(2)
+            .with_resources(tutti_backend::Resources::cpu(1));
+        let free = plan(&layers, &options).unwrap();
+        let environments: Vec<u64> = free
+            .placements()
+            .iter()
+            .filter(|p| p.object.name().starts_with("environment "))
+            .map(|p| p.bytes)
+            .collect();
+        let largest = environments.iter().max().unwrap();
+        let working =
+            free.used(tutti_plan::Tier::Device) - environments.iter().sum::<u64>() + 2 * largest;
+        let mib = working.div_ceil(1 << 20).to_string();
+
+        let argv = |out: &std::path::Path, capped: bool| {
+            let mut argv = vec![
+                "sweep".to_string(),
+                "--train".into(),
+                h_dir.display().to_string(),
+                "--train".into(),
+                psi_dir.display().to_string(),
+                "--chi".into(),
+                "64".into(),
+                "--seed".into(),
+                "2".into(),
+                "--kind".into(),
+                "cpu".into(),
+                "--devices".into(),
+                "1".into(),
+                "--out".into(),
+                out.display().to_string(),
+            ];
+            if capped {
+                for flag in ["--device-memory-mib", "--host-memory-mib"] {
+                    argv.extend([flag.to_string(), mib.clone()]);
+                }
+                argv.extend(["--scratch".to_string(), scratch.display().to_string()]);
+            }
+            argv
+        };
+        let (free_out, capped_out) = (dir.path().join("free"), dir.path().join("capped"));
+        run(
+            &Wrapper::parse_from(argv(&free_out, false)).args,
+            &alone(),
+            false,
+        )
+        .unwrap();
+        run(
+            &Wrapper::parse_from(argv(&capped_out, true)).args,
+            &alone(),
+            false,
+        )
+        .unwrap();
+        let (a, b): (TensorTrain<f64>, TensorTrain<f64>) = (
+            read_train(&free_out).unwrap(),
+            read_train(&capped_out).unwrap(),
+        );
+        assert_eq!(a.cores(), b.cores());
+        assert_eq!(std::fs::read_dir(&scratch).unwrap().count(), 0);
+        let capped = options.with_resources(
+            tutti_backend::Resources::cpu(1)
+                .with_device_memory_cap(working.div_ceil(1 << 20) << 20)
+                .with_host_memory_cap(working.div_ceil(1 << 20) << 20)
+                .with_scratch_dir(&scratch),
+        );
+        let spilled = plan(&layers, &capped).unwrap();
+        assert!(spilled.used(tutti_plan::Tier::Disk) > 0, "{spilled}");
+
+        // --plan shows the environments on disk; a scratch limit of 1 MiB is refused.
+        let mut plan_argv = argv(&capped_out, true);
+        plan_argv.push("--plan".into());
+        run(&Wrapper::parse_from(&plan_argv).args, &alone(), false).unwrap();
+        plan_argv.extend(["--scratch-limit-mib".to_string(), "1".to_string()]);
+        let err = run(&Wrapper::parse_from(&plan_argv).args, &alone(), false).unwrap_err();
+        assert!(err.message().contains("scratch disk"), "{err}");
     }
 }

@@ -6,6 +6,41 @@ use tutti_backend::format_bytes;
 
 use crate::{Plan, Tier};
 
+impl Plan {
+    /// The plan in one line: what the objects use of each tier's budget, device figures per
+    /// device.
+    ///
+    /// ```
+    /// use tutti_plan::{Budget, ObjectSpec, Planner};
+    ///
+    /// let budget = Budget::new(2, 1 << 20, 1 << 30, 0)?;
+    /// let plan = Planner::new(budget).plan(&[ObjectSpec::per_device("a", 1024, 512)])?;
+    /// assert_eq!(
+    ///     plan.summary(),
+    ///     "2 device(s): device 512.0 KiB of 1.0 MiB per device, host 0 B of 1.0 GiB, \
+    ///      disk 0 B of 0 B"
+    /// );
+    /// # Ok::<(), tutti_plan::PlanError>(())
+    /// ```
+    pub fn summary(&self) -> String {
+        let budget = self.budget();
+        let tier = |tier: Tier| {
+            format!(
+                "{tier} {} of {}",
+                format_bytes(self.used(tier)),
+                format_bytes(budget.capacity(tier))
+            )
+        };
+        format!(
+            "{} device(s): {} per device, {}, {}",
+            budget.devices(),
+            tier(Tier::Device),
+            tier(Tier::Host),
+            tier(Tier::Disk)
+        )
+    }
+}
+
 impl fmt::Display for Plan {
     /// One row per object (name, bytes each, count, scope, tier, bytes on its tier), then
     /// one row per tier (budget, headroom, used, free). Device figures are per device.

@@ -1,7 +1,9 @@
 //! One SRC sweep on one rank of a group: the rank owns a contiguous block of sketch columns.
 //!
 //! Left to right, each rank builds its columns of every sketched environment (no
-//! communication). Right to left, per site: every rank forms its rows of the sketched matrix
+//! communication) and puts each away on the tier the memory plan gave it (device, host or a
+//! spill file: [`crate::environments`]). Right to left, per site (the spilled environments
+//! read back one site ahead by a loader thread): every rank forms its rows of the sketched matrix
 //! Y (its sketch columns), and the QR of the tall `Y^T` (`p chi x r`) gives the new core. On
 //! several ranks that QR is split among them ([`crate::cholesky_qr`]): an all-to-all turns
 //! the blocks of rows of Y into blocks of rows of `Y^T` (each rank a contiguous block of the
@@ -21,8 +23,10 @@ use std::time::Instant;
 use faer::Par;
 use rayon::ThreadPool;
 use tutti_group::Comm;
+use tutti_plan::{SpillStore, Tier};
 
 use crate::cholesky_qr::{cholesky_qr, CholeskyQrError, CholeskyQrPath};
+use crate::environments::{Environments, Prefetch};
 use crate::executor::{DeviceExecutor, Executor, HostExecutor};
 use crate::layer::Layer;
 use crate::linalg::qr_q_transposed;
@@ -46,6 +50,19 @@ pub(crate) struct SweepJob<'a> {
     pub kernels: tutti_backend::Kernels,
     /// Whether several ranks split the QR of the sketched matrices.
     pub distributed_qr: bool,
+    /// The memory plan's tier of each site's sketched environment (index 0 unused).
+    pub environment_tiers: &'a [Tier],
+    /// Where environments on the disk tier go; `Some` when some tier is [`Tier::Disk`].
+    pub spill: Option<&'a SpillStore>,
+}
+
+/// What a rank reports besides the result train.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct RankReport {
+    /// How the sketched matrices were factored, as this rank saw it.
+    pub qr: QrInfo,
+    /// Bytes of environments this rank wrote to spill files.
+    pub spilled: u64,
 }
 
 /// A sketched environment `env` (`[Col, Left(0), ..., Left(L-1)]`) times every layer's core
@@ -231,7 +248,7 @@ pub(crate) fn sweep_rank<T: Scalar>(
     comm: &Comm<'_>,
     layers: &[&dyn Layer<T>],
     job: &SweepJob<'_>,
-) -> Result<(Option<TensorTrain<T>>, QrInfo), SweepError> {
+) -> Result<(Option<TensorTrain<T>>, RankReport), SweepError> {
     let pool = comm.device().thread_pool()?;
     if job.kernels.on(comm.device()) {
         let mut exec = DeviceExecutor {
@@ -258,6 +275,67 @@ fn sweep_rank_with<T: Scalar, E: Executor<T>>(
     layers: &[&dyn Layer<T>],
     job: &SweepJob<'_>,
     exec: &mut E,
+) -> Result<(Option<TensorTrain<T>>, RankReport), SweepError> {
+    let pool = comm.device().thread_pool()?;
+    let stack = job.stack;
+    let (n, depth) = (stack.sites, stack.depth());
+    let (rank, size) = (comm.rank(), comm.size());
+    let columns = block(job.width, size, rank);
+    // The layers' cores at one site, where `exec` computes.
+    let hold_all = |exec: &mut E, cores: Vec<Tensor<T>>| -> Result<Vec<E::Held>, SweepError> {
+        cores.into_iter().map(|core| exec.hold(core)).collect()
+    };
+
+    // Left to right: this rank's columns of the sketched environments, left of each site,
+    // each put away on its planned tier (no communication: the whole pass runs in the rank's
+    // pool). Environment 0 is only needed for environment 1.
+    let mut env_axes = vec![Axis::Col];
+    env_axes.extend(stack.left_axes());
+    let mut env_dims = vec![1; depth + 1];
+    env_dims[0] = columns.len();
+    let mut envs = Environments::new(job.environment_tiers.to_vec(), job.spill, rank)?;
+    let first_env = try_filled_vec(columns.len(), T::one(), || {
+        format!("the first sketched environment ({} columns)", columns.len())
+    })?;
+    let mut current = exec.hold(Tensor::new(first_env, env_dims, env_axes.clone()))?;
+    in_pool(pool, || {
+        let mut reader = StackReader::new(stack, layers, false)?;
+        for site in 0..n - 1 {
+            report(job.progress, rank, Pass::Sketch, site, n);
+            let cores = hold_all(exec, reader.next_site(site)?)?;
+            let g = sketch_block::<T>(job.seed, site, columns.clone(), stack.phys(site))?;
+            let t = env_times_cores(exec, &current, &cores)?;
+            let next = exec.apply_sketch(&t, &g, depth)?;
+            exec.recycle(t);
+            let done = std::mem::replace(&mut current, next);
+            if site == 0 {
+                exec.recycle(done);
+            } else {
+                envs.put(site, done, exec)?;
+            }
+        }
+        envs.put(n - 1, current, exec)
+    })?;
+
+    // Right to left, with the spilled environments read back one site ahead by a loader.
+    let (train, qr) = std::thread::scope(|scope| {
+        let mut prefetch = envs.prefetch(scope)?;
+        right_to_left(comm, layers, job, exec, &mut envs, &mut prefetch)
+    })?;
+    let spilled = envs.written();
+    Ok((train, RankReport { qr, spilled }))
+}
+
+/// The right-to-left pass of [`sweep_rank_with`]: per site the sketched matrix, its QR (the
+/// new core), the next projected environment; then site 0. Takes the environments back from
+/// `envs` (the spilled ones through `prefetch`).
+fn right_to_left<T: Scalar, E: Executor<T>>(
+    comm: &Comm<'_>,
+    layers: &[&dyn Layer<T>],
+    job: &SweepJob<'_>,
+    exec: &mut E,
+    envs: &mut Environments<'_, T, E::Held>,
+    prefetch: &mut Option<Prefetch<'_, T>>,
 ) -> Result<(Option<TensorTrain<T>>, QrInfo), SweepError> {
     let pool = comm.device().thread_pool()?;
     let par = match pool.current_num_threads() {
@@ -269,34 +347,9 @@ fn sweep_rank_with<T: Scalar, E: Executor<T>>(
     let (rank, size) = (comm.rank(), comm.size());
     let columns = block(job.width, size, rank);
     let right_axes = stack.right_axes();
-    // The layers' cores at one site, where `exec` computes.
     let hold_all = |exec: &mut E, cores: Vec<Tensor<T>>| -> Result<Vec<E::Held>, SweepError> {
         cores.into_iter().map(|core| exec.hold(core)).collect()
     };
-
-    // Left to right: this rank's columns of the sketched environments envs[k], left of site k
-    // (no communication: the whole pass runs in the rank's pool).
-    let mut env_axes = vec![Axis::Col];
-    env_axes.extend(stack.left_axes());
-    let mut env_dims = vec![1; depth + 1];
-    env_dims[0] = columns.len();
-    let mut envs = Vec::with_capacity(n);
-    let first_env = try_filled_vec(columns.len(), T::one(), || {
-        format!("the first sketched environment ({} columns)", columns.len())
-    })?;
-    envs.push(exec.hold(Tensor::new(first_env, env_dims, env_axes.clone()))?);
-    in_pool(pool, || {
-        let mut reader = StackReader::new(stack, layers, false)?;
-        for site in 0..n - 1 {
-            report(job.progress, rank, Pass::Sketch, site, n);
-            let cores = hold_all(exec, reader.next_site(site)?)?;
-            let g = sketch_block::<T>(job.seed, site, columns.clone(), stack.phys(site))?;
-            let t = env_times_cores(exec, &envs[site], &cores)?;
-            envs.push(exec.apply_sketch(&t, &g, depth)?);
-            exec.recycle(t);
-        }
-        Ok(())
-    })?;
 
     // Right to left: sketch, QR at rank 0, projected environment S (`[Bond, Right(0..L)]`,
     // Bond the new core's left bond at the site to the right).
@@ -312,6 +365,7 @@ fn sweep_rank_with<T: Scalar, E: Executor<T>>(
         phys_product = phys_product.saturating_mul(stack.phys(site));
     }
     let mut reader = StackReader::new(stack, layers, true)?;
+    // The next environment's loader runs while this site computes.
     let mut qr = QrInfo::default();
     for site in (1..n).rev() {
         report(job.progress, rank, Pass::Orthogonalize, site, n);
@@ -324,21 +378,20 @@ fn sweep_rank_with<T: Scalar, E: Executor<T>>(
         let (x, y) = in_pool(pool, || {
             let cores = hold_all(exec, reader.next_site(site)?)?;
             let x = s_times_cores(exec, &s_env, &cores)?;
+            let env = envs.take(site, exec, prefetch)?;
             let y = exec.contract(
-                &envs[site],
+                &env,
                 false,
                 &x,
                 &[Axis::Phys(0), Axis::Col, Axis::Phys(depth), Axis::Bond],
             )?;
+            exec.recycle(env);
             let y = exec.permuted(
                 &y,
                 &[Axis::Col, Axis::Phys(0), Axis::Phys(depth), Axis::Bond],
             )?;
             Ok((x, y))
         })?;
-        for done in envs.drain(site..) {
-            exec.recycle(done);
-        }
 
         // Y^T = Q R; the new core is V = Q^T (rank x phys*chi_right), right-orthonormal.
         let y = exec.release(y)?;

@@ -139,18 +139,6 @@ pub enum SweepError {
     /// the host and the scratch disk (the message carries the numbers).
     #[error("memory plan: {0}")]
     Plan(#[from] PlanError),
-    /// The plan fits only by putting objects on the disk tier, which the sweep cannot use yet.
-    #[error(
-        "the sweep needs {} of disk tier ({objects}); out-of-core sweep not implemented yet: \
-         raise the device or host memory cap, or use more devices",
-        tutti_backend::format_bytes(*bytes)
-    )]
-    NeedsDisk {
-        /// Bytes the plan put on the disk tier.
-        bytes: u64,
-        /// The objects placed there, by name.
-        objects: String,
-    },
     /// A rank panicked (a bug: please report it).
     #[error("rank {rank} panicked: {message}")]
     RankPanicked {

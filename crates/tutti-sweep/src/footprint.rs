@@ -4,10 +4,12 @@
 //! Per rank (sizes for rank 0, which owns the largest block of `c = ceil(s / G)` sketch
 //! columns of the `s` columns split among `G` devices, and does the QR):
 //!
-//! - sketched environments: every `envs[k]`, `c x (product of the layers' left bonds at
-//!   k)`, all held at the turn between the passes;
-//! - layer cores: what the layers' streams hold (an in-memory train's stream copies the whole
-//!   train, a `.npy` train holds at most [`Layer::cores_in_memory`] cores);
+//! - sketched environments, one object per site k in 1..n (`environment k`), `c x (product
+//!   of the layers' left bonds at k)`: each on the tier the plan gives it, device, host or
+//!   disk (spill files), from the left-to-right pass that makes it to the right-to-left pass
+//!   that reads it (environment 0 is dropped once environment 1 exists);
+//! - layer cores: what the layers' streams hold ([`Layer::cores_in_memory`]: an in-memory
+//!   train's stream copies one core at a time, a `.npy` train's loader holds three);
 //! - sketch vectors: one site's block, `c x (d_out d_in)`;
 //! - work buffers: the contraction intermediates of one site (two of the largest alive at a
 //!   time, `env x cores` left to right, `S x cores` and this rank's rows of Y right to left)
@@ -17,8 +19,10 @@
 //!   the received blocks, their concatenation and the previous `S`);
 //! - the result at rank 0: its cores, bonds at most `s`.
 //!
-//! Environments and core copies are what an out-of-core sweep would move to the host or
-//! disk tiers; the per-site objects must stay on the device.
+//! Environments are what the out-of-core sweep moves to the host or disk tiers (core copies
+//! may sit on the host tier); the per-site objects must stay on the device. When some
+//! environment is off the device, [`staged_environments`] (two of the largest) joins the
+//! per-site objects and the plan is made again (`src.rs`).
 //!
 //! A 2-site stack is contracted exactly instead ([`exact_objects`]).
 
@@ -59,9 +63,6 @@ pub(crate) fn objects<T: Scalar>(
             .min(u(stack.fused_left(k)));
     }
 
-    let environments = (0..n).fold(0u64, |acc, k| {
-        acc.saturating_add(c.saturating_mul(u(stack.fused_left(k))))
-    });
     let cores = layers.iter().enumerate().fold(0u64, |acc, (l, layer)| {
         let sizes = stack.shapes[l].iter().map(|shape| {
             u(shape.left)
@@ -126,9 +127,10 @@ pub(crate) fn objects<T: Scalar>(
         )
     });
 
-    // The per-site objects first, so that they get the device tier and the environments and
-    // core copies are the ones that move to slower tiers.
-    vec![
+    // The per-site objects first, so that they get the device tier and the environments are
+    // the ones that move to slower tiers; the environment the right-to-left pass reads first
+    // (site n-1) is placed first.
+    let mut objects = vec![
         ObjectSpec::per_device("work buffers", element, work)
             .first_used_at(0)
             .no_slower_than(Tier::Device),
@@ -140,15 +142,42 @@ pub(crate) fn objects<T: Scalar>(
             .no_slower_than(Tier::Device),
         ObjectSpec::per_device("layer cores", element, cores)
             .first_used_at(1)
-            .no_slower_than(Tier::Disk),
-        ObjectSpec::per_device("sketched environments", element, environments)
-            .first_used_at(2)
-            .no_slower_than(Tier::Disk),
-        ObjectSpec::shared("result", element, result)
-            .first_used_at(3)
             .no_slower_than(Tier::Host),
-    ]
+    ];
+    for k in (1..n).rev() {
+        let bytes = c.saturating_mul(u(stack.fused_left(k)));
+        objects.push(
+            ObjectSpec::per_device(environment_name(k), element, bytes)
+                .first_used_at(2)
+                .no_slower_than(Tier::Disk),
+        );
+    }
+    // The result is made during the right-to-left pass, while environments are still held,
+    // and cannot spill: placed before them.
+    objects.push(
+        ObjectSpec::shared("result", element, result)
+            .first_used_at(1)
+            .no_slower_than(Tier::Host),
+    );
+    objects
 }
+
+/// The plan's name of the sketched environment left of site `k` (`1 <= k < n`).
+pub(crate) fn environment_name(k: usize) -> String {
+    format!("environment {k}")
+}
+
+/// The working set an out-of-core sweep adds when some environments are off the device:
+/// two environments of the largest size (`element`s, per device), the one in use and the one
+/// made or read back next.
+pub(crate) fn staged_environments(element: u64, largest_environment: u64) -> ObjectSpec {
+    ObjectSpec::per_device(STAGED, element, largest_environment.saturating_mul(2))
+        .first_used_at(0)
+        .no_slower_than(Tier::Device)
+}
+
+/// The name of [`staged_environments`] in plans.
+pub(crate) const STAGED: &str = "staged environments";
 
 /// The objects of the exact contraction of a 2-site stack (`compress_exact`, on the caller's
 /// thread): every layer loaded, and the product's two cores `(1, p0, F)`, `(F, p1, 1)` with

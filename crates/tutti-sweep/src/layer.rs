@@ -3,8 +3,9 @@
 use crate::train::{kind_name, Core, CoreShape, TensorTrain, TrainKind};
 use crate::{Scalar, SweepError};
 
-/// The cores of one train, one site at a time, in the order asked for.
-pub type CoreStream<T> = Box<dyn Iterator<Item = Result<Core<T>, SweepError>> + Send>;
+/// The cores of one train, one site at a time, in the order asked for; it may borrow the
+/// train for `'a`.
+pub type CoreStream<'a, T> = Box<dyn Iterator<Item = Result<Core<T>, SweepError>> + Send + 'a>;
 
 /// A train the sweep can read: its shapes up front, its cores on demand.
 ///
@@ -20,10 +21,9 @@ pub trait Layer<T: Scalar>: Sync {
     /// The core shapes, site 0 first (validated: bonds chain, outer bonds 1).
     fn shapes(&self) -> Vec<CoreShape>;
     /// The cores, site 0 first, or site n-1 first when `reverse`.
-    fn stream(&self, reverse: bool) -> Result<CoreStream<T>, SweepError>;
+    fn stream(&self, reverse: bool) -> Result<CoreStream<'_, T>, SweepError>;
     /// How many cores one stream holds in memory at most, for the sweep's memory plan:
-    /// `None` (the default) when a stream may hold every core at once (an in-memory train's
-    /// stream copies the train).
+    /// `None` (the default) when a stream may hold every core at once.
     fn cores_in_memory(&self) -> Option<usize> {
         None
     }
@@ -42,12 +42,19 @@ impl<T: Scalar> Layer<T> for TensorTrain<T> {
         TensorTrain::shapes(self)
     }
 
-    fn stream(&self, reverse: bool) -> Result<CoreStream<T>, SweepError> {
-        let mut cores: Vec<Core<T>> = self.cores().to_vec();
-        if reverse {
-            cores.reverse();
-        }
-        Ok(Box::new(cores.into_iter().map(Ok)))
+    /// Copies one core at a time, as the sweep asks for it.
+    fn stream(&self, reverse: bool) -> Result<CoreStream<'_, T>, SweepError> {
+        let cores = self.cores().iter();
+        Ok(if reverse {
+            Box::new(cores.rev().map(|core| Ok(core.clone())))
+        } else {
+            Box::new(cores.map(|core| Ok(core.clone())))
+        })
+    }
+
+    /// The copy the sweep is using (the train itself is the caller's).
+    fn cores_in_memory(&self) -> Option<usize> {
+        Some(1)
     }
 }
 

@@ -45,6 +45,7 @@ mod contract;
 pub mod device_check;
 mod device_tensor;
 mod distributed;
+mod environments;
 mod error;
 mod exact;
 mod executor;
@@ -70,8 +71,8 @@ pub use models::heisenberg_xxz;
 pub use npy_io::{read_train, write_train, FileDtype, NpyTrain};
 pub use scalar::Scalar;
 pub use src::{
-    apply, compress, plan, src, src_on, Pass, ProgressFn, QrInfo, SrcInfo, SrcOptions,
-    SweepProgress,
+    apply, compress, plan, src, src_on, EnvironmentInfo, Pass, ProgressFn, QrInfo, SrcInfo,
+    SrcOptions, SweepProgress,
 };
 pub use train::{Core, CoreShape, TensorTrain, TrainKind};
 pub use tutti_backend::Complex64;

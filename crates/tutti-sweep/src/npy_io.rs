@@ -561,7 +561,7 @@ impl<T: Scalar> Layer<T> for NpyTrain {
     /// One loader thread reads the cores in order and hands them over through a channel of
     /// capacity 1: at most the current core and the next one are in memory. The thread stops
     /// at the first error (sent as the stream's last item) or when the stream is dropped.
-    fn stream(&self, reverse: bool) -> Result<CoreStream<T>, SweepError> {
+    fn stream(&self, reverse: bool) -> Result<CoreStream<'_, T>, SweepError> {
         if !T::COMPLEX && self.is_complex() {
             return Err(SweepError::file(
                 &self.dir,

@@ -6,9 +6,9 @@ use std::time::Instant;
 
 use tutti_backend::{Device, Kernels, Resources};
 use tutti_group::Group;
-use tutti_plan::{Budget, Plan, Planner, Tier};
+use tutti_plan::{Budget, Plan, Planner, SpillStore, Tier};
 
-use crate::distributed::{share_train, sweep_rank, SweepJob};
+use crate::distributed::{share_train, sweep_rank, RankReport, SweepJob};
 use crate::exact::{check_chi_cutoff, compress_exact, right_canonicalize, truncate_left_to_right};
 use crate::layer::Layer;
 use crate::stack::Stack;
@@ -199,6 +199,27 @@ pub struct SrcInfo {
     pub truncated_weight: f64,
     /// How the sketched matrices were factored, as rank 0 saw it.
     pub qr: QrInfo,
+    /// Where the sketched environments lived between the passes, and the bytes spilled.
+    pub environments: EnvironmentInfo,
+    /// The memory plan the sweep ran under (see [`plan`]).
+    pub plan: Plan,
+}
+
+/// Where the sketched environments lived between the two passes of a sweep, part of
+/// [`SrcInfo`]: how many sites' environments the memory plan put on each tier, and what the
+/// disk tier cost.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct EnvironmentInfo {
+    /// Environments held where the ranks compute.
+    pub on_device: usize,
+    /// Environments kept in host memory.
+    pub on_host: usize,
+    /// Environments written to spill files in the scratch directory and read back.
+    pub on_disk: usize,
+    /// Bytes written to spill files, summed over the ranks of this process (a process of a
+    /// group spanning processes counts its own rank).
+    pub spilled_bytes: u64,
 }
 
 /// Diagnostics of the QR of the sketched matrices (one per site, n-1 down to 1), part of
@@ -248,8 +269,11 @@ static SHORT_TRAIN_NOTED: AtomicBool = AtomicBool::new(false);
 /// the one-device result to rounding, and the same seed and device count give the same bits
 /// run to run. Before any work the sweep's large objects are planned within the devices'
 /// memory (and the caps of `options.resources`) by [`plan`]: a working set that does not fit
-/// is refused up front with the planner's numbers, as is a plan that would need the disk
-/// tier (the out-of-core sweep is not implemented yet).
+/// is refused up front with the planner's numbers. Environments the plan puts on the host
+/// tier are moved there between the passes; those it puts on the disk tier are spilled to a
+/// private directory under the scratch directory of `options.resources` (within its scratch
+/// limit) and read back, one site ahead, during the right-to-left pass; the directory is
+/// removed when the call returns, fails or unwinds. The tiers never change the result's bits.
 ///
 /// Stacks of two sites are contracted exactly ([`compress_exact`]; a note goes to the `log`
 /// facade at info level, once); one site is an error. The library never prints.
@@ -262,7 +286,8 @@ static SHORT_TRAIN_NOTED: AtomicBool = AtomicBool::new(false);
 /// ket, mismatched physical legs or bonds, a single site, `chi_out = 0`, a cutoff outside
 /// [0, 1), unusable devices ([`SweepError::Group`]: none, an unknown ordinal, a GPU request
 /// without CUDA, a cap larger than a device), a plan that does not fit
-/// ([`SweepError::Plan`], [`SweepError::NeedsDisk`]), unreadable or non-finite cores.
+/// ([`SweepError::Plan`]), unreadable or non-finite cores, a spill file that cannot be
+/// written or read.
 pub fn src<T: Scalar>(
     layers: &[&dyn Layer<T>],
     options: &SrcOptions,
@@ -288,14 +313,26 @@ pub fn src_on<T: Scalar>(
     // A failure before the run releases the other processes of a spanning group.
     let (stack, width) = group.before_run(checked_stack(layers, options))?;
     let devices = group.size();
+    // The budget is this process's devices; the columns are split among all ranks.
     let plan = group.before_run(plan_on(
         &stack,
         layers,
         width,
-        group.devices(),
+        (group.devices(), devices),
         &options.resources,
     ))?;
     log::debug!("tutti-sweep: memory plan\n{plan}");
+    let environment_tiers = environment_tiers(&plan, stack.sites);
+    // The spill directory lives as long as this call: it goes on success, on error and
+    // while unwinding from a panic.
+    let spill =
+        if environment_tiers.contains(&Tier::Disk) {
+            Some(group.before_run(
+                SpillStore::for_resources(&options.resources).map_err(SweepError::from),
+            )?)
+        } else {
+            None
+        };
     if stack.sites == 2 {
         // Every path of a spanning group meets the others in one run: a process that failed
         // its checks above waits in that run's first round (`before_run`).
@@ -317,6 +354,8 @@ pub fn src_on<T: Scalar>(
             exact_fallback: true,
             truncated_weight: exact.discarded_weight,
             qr: QrInfo::default(),
+            environments: EnvironmentInfo::default(),
+            plan,
         };
         return Ok((train, info));
     }
@@ -327,6 +366,8 @@ pub fn src_on<T: Scalar>(
         progress: options.progress.as_ref(),
         kernels: options.kernels,
         distributed_qr: options.distributed_qr,
+        environment_tiers: &environment_tiers,
+        spill: spill.as_ref(),
     };
     // A process of a group spanning processes holds one rank: rank 0 shares its train, so
     // that every process returns the result.
@@ -338,14 +379,32 @@ pub fn src_on<T: Scalar>(
     } else {
         group.run(|comm| sweep_rank(comm, layers, &job))?
     };
-    let (train, qr) = results
+    let spilled_bytes = results
+        .iter()
+        .fold(0u64, |sum, (_, report)| sum.saturating_add(report.spilled));
+    let (train, RankReport { qr, .. }) = results
         .into_iter()
         .next()
-        .and_then(|(train, qr)| Some((train?, qr)))
+        .and_then(|(train, report)| Some((train?, report)))
         .ok_or_else(|| SweepError::RankStart {
             rank: 0,
             message: "rank 0 returned no result".into(),
         })?;
+    if let Some(store) = spill {
+        store.close()?;
+    }
+    let count = |tier| {
+        environment_tiers[1..]
+            .iter()
+            .filter(|&&t| t == tier)
+            .count()
+    };
+    let environments = EnvironmentInfo {
+        on_device: count(Tier::Device),
+        on_host: count(Tier::Host),
+        on_disk: count(Tier::Disk),
+        spilled_bytes,
+    };
     let (train, truncated_weight) = if options.oversample > 0 || options.cutoff > 0.0 {
         let (left, weight) = truncate_left_to_right(train, options.chi_out, options.cutoff)?;
         (right_canonicalize(left), weight)
@@ -366,6 +425,8 @@ pub fn src_on<T: Scalar>(
         exact_fallback: false,
         truncated_weight,
         qr,
+        environments,
+        plan,
     };
     Ok((train, info))
 }
@@ -377,22 +438,32 @@ pub fn src_on<T: Scalar>(
 /// [`Budget::from_devices`] of the devices `options.resources` selects (their free memory,
 /// the caps, the host's memory and the scratch disk).
 ///
-/// The per-site objects must live on the device tier; the environments and the core copies
-/// may move to the host tier (on simulated devices both are host memory). A 2-site stack,
-/// contracted exactly instead, plans that contraction: the layers loaded and the product's
-/// cores with their factorisation.
+/// The per-site objects must live on the device tier; the core copies may move to the host
+/// tier; each site's sketched environment (`environment k`, k = 1..n-1) goes to the device,
+/// host or disk tier, those the right-to-left pass reads first (high k) first. When some
+/// environment is off the device, `staged environments` (two of the largest, the one in use
+/// and the next) join the per-site objects and the plan is made again. On simulated devices
+/// the device and host tiers are both host memory. A 2-site stack, contracted exactly
+/// instead, plans that contraction: the layers loaded and the product's cores with their
+/// factorisation.
 ///
 /// Errors: those of [`src`]'s checks of the stack and options, [`SweepError::Group`] for
 /// unusable devices, [`SweepError::Plan`] when an object fits on no tier (the message gives
-/// what was needed and what was free), [`SweepError::NeedsDisk`] when it fits only on the
-/// disk tier, which the sweep cannot use yet.
+/// what was needed and what was free: with the scratch limit, a sweep that would spill more
+/// is refused here, before any work).
 pub fn plan<T: Scalar>(layers: &[&dyn Layer<T>], options: &SrcOptions) -> Result<Plan, SweepError> {
     let (stack, width) = checked_stack(layers, options)?;
     let devices = options
         .resources
         .select_for(crate::GPU_USE)
         .map_err(tutti_group::GroupError::from)?;
-    plan_on(&stack, layers, width, &devices, &options.resources)
+    plan_on(
+        &stack,
+        layers,
+        width,
+        (&devices, devices.len()),
+        &options.resources,
+    )
 }
 
 /// The validated stack and the clamped sketch width.
@@ -416,33 +487,45 @@ fn checked_stack<T: Scalar>(
     Ok((stack, width))
 }
 
-/// The plan of one sweep on `devices`, refusing one that needs the disk tier.
+/// The plan of one sweep within the budget of `devices` (this process's), its sketch
+/// columns split among `ranks` ranks (over all processes).
 fn plan_on<T: Scalar>(
     stack: &Stack,
     layers: &[&dyn Layer<T>],
     width: usize,
-    devices: &[Device],
+    (devices, ranks): (&[Device], usize),
     resources: &Resources,
 ) -> Result<Plan, SweepError> {
-    let objects = if stack.sites == 2 {
-        crate::footprint::exact_objects::<T>(stack)
-    } else {
-        crate::footprint::objects(stack, layers, width, devices.len())
-    };
-    let plan = Planner::new(Budget::from_devices(devices, resources)?).plan(&objects)?;
-    let on_disk: Vec<&str> = plan
-        .placements()
-        .iter()
-        .filter(|p| p.tier == Tier::Disk)
-        .map(|p| p.object.name())
-        .collect();
-    if !on_disk.is_empty() {
-        return Err(SweepError::NeedsDisk {
-            bytes: plan.used(Tier::Disk),
-            objects: on_disk.join(", "),
-        });
+    let planner = Planner::new(Budget::from_devices(devices, resources)?);
+    if stack.sites == 2 {
+        return Ok(planner.plan(&crate::footprint::exact_objects::<T>(stack))?);
     }
-    Ok(plan)
+    let mut objects = crate::footprint::objects(stack, layers, width, ranks);
+    let plan = planner.plan(&objects)?;
+    if !environment_tiers(&plan, stack.sites).contains(&Tier::Host)
+        && !environment_tiers(&plan, stack.sites).contains(&Tier::Disk)
+    {
+        return Ok(plan);
+    }
+    let largest = (1..stack.sites)
+        .filter_map(|k| plan.placement(&crate::footprint::environment_name(k)))
+        .map(|p| p.object.count())
+        .max()
+        .unwrap_or(0);
+    let element = std::mem::size_of::<T>() as u64;
+    objects.insert(0, crate::footprint::staged_environments(element, largest));
+    Ok(planner.plan(&objects)?)
+}
+
+/// The tier of each site's environment in `plan` (index 0, and any site the plan does not
+/// name, on the device tier).
+fn environment_tiers(plan: &Plan, sites: usize) -> Vec<Tier> {
+    (0..sites)
+        .map(|k| {
+            plan.tier_of(&crate::footprint::environment_name(k))
+                .unwrap_or(Tier::Device)
+        })
+        .collect()
 }
 
 /// `a · b` compressed to bonds <= `options.chi_out`: [`src`] on the stack `[a, b]` (an

@@ -196,14 +196,14 @@ impl Stack {
 /// One stream per layer, all in the same direction.
 pub(crate) struct StackReader<'a, T> {
     stack: &'a Stack,
-    streams: Vec<CoreStream<T>>,
+    streams: Vec<CoreStream<'a, T>>,
 }
 
 impl<'a, T: Scalar> StackReader<'a, T> {
     /// Starts every layer's stream (loader threads for files), forwards or `reverse`.
     pub fn new(
         stack: &'a Stack,
-        layers: &[&dyn Layer<T>],
+        layers: &[&'a dyn Layer<T>],
         reverse: bool,
     ) -> Result<Self, SweepError> {
         let streams = layers

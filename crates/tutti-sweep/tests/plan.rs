@@ -67,11 +67,13 @@ fn stack(n: usize, d_psi: usize) -> (TensorTrain<f64>, TensorTrain<f64>) {
     (h, psi)
 }
 
-/// Bytes the plan holds in all (per-device objects on every device).
+/// Bytes the plan holds in memory in all (per-device objects on every device; objects on
+/// the disk tier are files).
 fn planned_bytes(plan: &tutti_plan::Plan) -> u64 {
     let devices = plan.budget().devices() as u64;
     plan.placements()
         .iter()
+        .filter(|p| p.tier != Tier::Disk)
         .map(|p| {
             let one = p.object.instance_bytes().unwrap();
             match p.object.scope() {
@@ -125,6 +127,23 @@ fn the_plan_bounds_the_heap_the_sweep_uses() {
             measured(&layers, &options),
         );
     }
+    // Out of core: the environments need about four times the room the host cap leaves
+    // them, so most go to spill files; what the sweep holds stays within the plan's memory.
+    for devices in [1, 2] {
+        let (h, psi) = stack(16, 64);
+        let layers: [&dyn Layer<f64>; 2] = [&h, &psi];
+        let scratch = tempfile::tempdir().unwrap();
+        let options = SrcOptions::new(32).with_seed(5);
+        let resources = out_of_core(&layers, &options, devices, scratch.path());
+        let options = options.with_resources(resources);
+        let planned = plan(&layers, &options).unwrap();
+        println!("out of core, G {devices}:\n{planned}");
+        assert!(planned.used(Tier::Disk) > 0);
+        check(
+            &format!("H psi out of core G {devices}"),
+            measured(&layers, &options),
+        );
+    }
     // Two sites: contracted exactly, and planned as such.
     let h = random_train::<f64>(TrainKind::Mpo, &[(32, 32), (32, 32)], 16, 1.0, 6);
     let psi = random_train::<f64>(TrainKind::Mps, &[(32, 1), (32, 1)], 32, 1.0, 7);
@@ -146,6 +165,32 @@ fn the_plan_bounds_the_heap_the_sweep_uses() {
             measured(&layers, &options),
         );
     }
+}
+
+/// Caps on `devices` simulated devices that hold the per-site working set and leave the
+/// environments a quarter of the host memory they would take.
+fn out_of_core(
+    layers: &[&dyn Layer<f64>],
+    options: &SrcOptions,
+    devices: usize,
+    scratch: &std::path::Path,
+) -> Resources {
+    let base = Resources::cpu(devices).with_scratch_dir(scratch);
+    let environments = |plan: &tutti_plan::Plan| -> Vec<u64> {
+        plan.placements()
+            .iter()
+            .filter(|p| p.object.name().starts_with("environment "))
+            .map(|p| p.bytes)
+            .collect()
+    };
+    let free = plan(layers, &options.clone().with_resources(base.clone())).unwrap();
+    let envs = environments(&free);
+    let largest = envs.iter().copied().max().unwrap();
+    let device_cap = free.used(Tier::Device) - envs.iter().sum::<u64>() + 2 * largest;
+    let on_host = base.with_device_memory_cap(device_cap);
+    let host_plan = plan(layers, &options.clone().with_resources(on_host.clone())).unwrap();
+    let env_host: u64 = environments(&host_plan).iter().sum();
+    on_host.with_host_memory_cap(host_plan.used(Tier::Host) - env_host + env_host / 4)
 }
 
 #[test]
@@ -196,23 +241,37 @@ fn a_cap_too_small_is_refused_up_front_and_a_sufficient_one_runs() {
         &on(Resources::cpu(1).with_device_memory_cap(tight)),
     )
     .unwrap();
-    assert_eq!(spilled.tier_of("sketched environments"), Some(Tier::Host));
-    assert!(src(
+    println!("environments on the host:\n{spilled}");
+    let environments = |plan: &tutti_plan::Plan| -> Vec<Tier> {
+        plan.placements()
+            .iter()
+            .filter(|p| p.object.name().starts_with("environment "))
+            .map(|p| p.tier)
+            .collect()
+    };
+    let tiers = environments(&spilled);
+    assert!(
+        tiers.contains(&Tier::Host) && !tiers.contains(&Tier::Disk),
+        "{tiers:?}"
+    );
+    let (on_host, _) = src(
         &layers,
-        &on(Resources::cpu(1).with_device_memory_cap(tight))
+        &on(Resources::cpu(1).with_device_memory_cap(tight)),
     )
-    .is_ok());
+    .unwrap();
+    assert_eq!(on_host.cores(), free_result.cores());
 
-    // And a host that cannot hold them either: the disk tier, which the sweep refuses.
+    // And a host that cannot hold them either: the disk tier, the same result.
+    let scratch = tempfile::tempdir().unwrap();
     let no_host = Resources::cpu(1)
         .with_device_memory_cap(tight)
-        .with_host_memory_cap(tight + MIB);
-    let err = src(&layers, &on(no_host)).unwrap_err();
-    println!("no host room: {err}");
-    assert!(matches!(err, SweepError::NeedsDisk { .. }), "{err}");
-    assert!(
-        err.to_string()
-            .contains("out-of-core sweep not implemented yet"),
-        "{err}"
-    );
+        .with_host_memory_cap(tight + MIB)
+        .with_scratch_dir(scratch.path());
+    let on_disk = plan(&layers, &on(no_host.clone())).unwrap();
+    println!("no host room:\n{on_disk}");
+    assert!(environments(&on_disk).contains(&Tier::Disk));
+    let (spilled_result, info) = src(&layers, &on(no_host)).unwrap();
+    assert_eq!(spilled_result.cores(), free_result.cores());
+    assert!(info.environments.spilled_bytes > 0);
+    assert_eq!(std::fs::read_dir(scratch.path()).unwrap().count(), 0);
 }

@@ -206,7 +206,7 @@ impl Layer<f64> for FailingLayer {
     fn shapes(&self) -> Vec<tutti_sweep::CoreShape> {
         self.inner.shapes()
     }
-    fn stream(&self, reverse: bool) -> Result<tutti_sweep::CoreStream<f64>, SweepError> {
+    fn stream(&self, reverse: bool) -> Result<tutti_sweep::CoreStream<'_, f64>, SweepError> {
         let call = self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         if call == self.nth {
             return Err(SweepError::InvalidStack {

@@ -183,7 +183,7 @@ impl Layer<f64> for Lying {
     fn shapes(&self) -> Vec<CoreShape> {
         self.train.shapes()
     }
-    fn stream(&self, reverse: bool) -> Result<CoreStream<f64>, SweepError> {
+    fn stream(&self, reverse: bool) -> Result<CoreStream<'_, f64>, SweepError> {
         let mut cores: Vec<Core<f64>> = self.train.cores()[..self.cores].to_vec();
         if let Some(last) = cores.last_mut() {
             last.data.truncate(last.data.len() - self.drop);

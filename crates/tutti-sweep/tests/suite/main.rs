@@ -15,3 +15,4 @@ mod hardening;
 mod io;
 mod properties;
 mod reference;
+mod tiers;
