@@ -8,7 +8,7 @@
 //!   tree's Morton-ordered bodies as x, y, z, m columns, each node's body range, and the
 //!   interaction lists in CSR form. The host twin runs the host near field's own per-target
 //!   code.
-//! - M2L, the far field: [`M2L_MODULE`] (`gpu/m2l.cu`, see [`m2l_on_device`]'s module): the
+//! - M2L, the far field: [`M2L_MODULE`] (`gpu/m2l.cu`, see `m2l_on_device`'s module): the
 //!   kernel derivatives of each chunk of pairs, then their contraction with the multipoles
 //!   into the local expansions.
 //!

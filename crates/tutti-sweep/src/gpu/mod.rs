@@ -4,7 +4,7 @@
 //! [`SKETCH_MODULE`] has two entries, [`APPLY_SKETCH_F64`] and [`APPLY_SKETCH_C64`]: one thread
 //! per element of the next sketched environment, summing its `d_out * d_in` terms in the
 //! host's order. It is compiled with FMA contraction (the sweep is compared with the host to
-//! rounding, not bitwise); its twin is [`crate::distributed::sketch_column`], so on a simulated
+//! rounding, not bitwise); its twin is `distributed::sketch_column`, so on a simulated
 //! device the launch gives the host pass's bits.
 
 use rayon::prelude::*;
