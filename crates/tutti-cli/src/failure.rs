@@ -178,7 +178,7 @@ impl From<FmmError> for Failure {
 }
 
 /// Bad trains, stacks, options and files are input, as is a factorisation that fails on
-/// them (the C ABI's invalid argument) and a plan that needs the disk tier; a file error
+/// them (the C ABI's invalid argument) and a plan that does not fit; a file error
 /// writing the result is marked with [`Failure::in_output`] where it happens.
 impl From<SweepError> for Failure {
     fn from(error: SweepError) -> Self {
