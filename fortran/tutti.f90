@@ -267,7 +267,29 @@ module tutti
         type(tutti_progress_callback_t) :: progress
     end type tutti_fmm_options_t
 
-    ! TuttiSrcOptions (tutti_src_options_default; set chi_out).
+    ! TuttiSrcInfo: the diagnostics tutti_src writes when options%info_out is c_loc of one
+    ! (counts, seconds, the norm; exact_fallback is 1 for a 2-site stack contracted exactly).
+    type, bind(c), public :: tutti_src_info_t
+        integer(c_int64_t) :: sketch_width = 0
+        integer(c_int64_t) :: devices = 0
+        real(c_double) :: seconds = 0
+        integer(c_int) :: exact_fallback = 0
+        real(c_double) :: truncated_weight = 0
+        real(c_double) :: norm = 0
+        integer(c_int64_t) :: qr_distributed = 0
+        integer(c_int64_t) :: qr_shifted = 0
+        integer(c_int64_t) :: qr_householder = 0
+        real(c_double) :: qr_worst_orthogonality = 0
+        real(c_double) :: qr_seconds = 0
+        integer(c_int64_t) :: environments_on_device = 0
+        integer(c_int64_t) :: environments_on_host = 0
+        integer(c_int64_t) :: environments_on_disk = 0
+        integer(c_int64_t) :: spilled_bytes = 0
+    end type tutti_src_info_t
+
+    ! TuttiSrcOptions (tutti_src_options_default; set chi_out). `distributed_qr` nonzero
+    ! splits each site's QR among the devices; `info_out` is c_null_ptr or c_loc of a
+    ! tutti_src_info_t target, written on success.
     type, bind(c), public :: tutti_src_options_t
         integer(c_int) :: chi_out
         integer(c_int) :: oversample
@@ -275,6 +297,8 @@ module tutti
         integer(c_int64_t) :: seed
         type(tutti_resources_t) :: resources
         integer(c_int) :: kernels
+        integer(c_int) :: distributed_qr = 0
+        type(c_ptr) :: info_out = c_null_ptr
         type(tutti_progress_callback_t) :: progress
     end type tutti_src_options_t
 
@@ -1298,7 +1322,9 @@ contains
 
     ! Compresses the product of the trains `stack` (mathematical order: [h, psi] is H|psi>)
     ! to bonds <= options%chi_out; `out` receives the new train (release it with
-    ! tutti_train_free_f). `options` absent: the defaults, whose chi_out 0 is refused.
+    ! tutti_train_free_f). `options` absent: the defaults, whose chi_out 0 is refused. Set
+    ! options%info_out = c_loc(info), `info` a type(tutti_src_info_t), target, to get the
+    ! sweep's diagnostics.
     subroutine tutti_src_f(stack, out, options, status)
         type(c_ptr), intent(in) :: stack(:)
         type(c_ptr), intent(inout) :: out

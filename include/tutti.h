@@ -790,6 +790,82 @@ typedef struct TuttiFmmOptions {
 } TuttiFmmOptions;
 
 /**
+ * Diagnostics of one `tutti_src` call, written to `options->info_out` when it is not NULL.
+ * Counts of sites refer to the sweep's sites; every field is 0 for a 2-site stack
+ * (contracted exactly, `exact_fallback` 1) except `sketch_width`, `devices`, `seconds`,
+ * `exact_fallback`, `truncated_weight` and `norm`.
+ */
+typedef struct TuttiSrcInfo {
+    /**
+     * The sketch width: `chi_out + oversample`, clamped to the largest bond the product can
+     * have.
+     */
+    uint64_t sketch_width;
+    /**
+     * The number of devices (ranks) the sweep was split among.
+     */
+    uint64_t devices;
+    /**
+     * Wall-clock seconds of the whole sweep.
+     */
+    double seconds;
+    /**
+     * 1 when the stack had 2 sites and was contracted exactly instead of sketched, else 0.
+     */
+    int exact_fallback;
+    /**
+     * The weight (sum of squared singular values) the final truncation sweep discarded (0
+     * without `oversample` or `cutoff`).
+     */
+    double truncated_weight;
+    /**
+     * The norm of the result (the Frobenius norm of its site 0: it is right-canonical).
+     */
+    double norm;
+    /**
+     * Sites whose QR was split among the ranks (distributed CholeskyQR2 or shifted
+     * CholeskyQR3): 0 unless `distributed_qr` is set and there are 2 devices or more.
+     */
+    uint64_t qr_distributed;
+    /**
+     * Of `qr_distributed`, the sites that took the shifted path (an ill-conditioned sketch).
+     */
+    uint64_t qr_shifted;
+    /**
+     * Sites factored by Householder QR at rank 0: every site on one device or without
+     * `distributed_qr`, else the sketches too ill-conditioned for the distributed QR.
+     */
+    uint64_t qr_householder;
+    /**
+     * The largest `||Q^H Q - I||_F` the distributed QRs reached (0 when none ran).
+     */
+    double qr_worst_orthogonality;
+    /**
+     * Wall-clock seconds rank 0 spent in the QR step of the right-to-left pass.
+     */
+    double qr_seconds;
+    /**
+     * Sites whose sketched environment stayed where the ranks compute between the passes
+     * (without memory caps, all n - 1 of an n-site stack: sites 1 to n - 1).
+     */
+    uint64_t environments_on_device;
+    /**
+     * Sites whose sketched environment the memory plan moved to host memory.
+     */
+    uint64_t environments_on_host;
+    /**
+     * Sites whose sketched environment the memory plan spilled to the scratch directory of
+     * `options->resources` (read back during the right-to-left pass).
+     */
+    uint64_t environments_on_disk;
+    /**
+     * Bytes written to spill files, summed over this process's ranks (the files are removed
+     * before `tutti_src` returns).
+     */
+    uint64_t spilled_bytes;
+} TuttiSrcInfo;
+
+/**
  * Options of `tutti_src`. Start from `tutti_src_options_default` and set `chi_out`.
  */
 typedef struct TuttiSrcOptions {
@@ -823,6 +899,19 @@ typedef struct TuttiSrcOptions {
      * on the host for simulated devices), `TUTTI_KERNELS_ALWAYS` or `TUTTI_KERNELS_NEVER`.
      */
     int kernels;
+    /**
+     * 0 (the default): the QR of each site's sketched matrix is a Householder QR at rank 0
+     * while the other ranks wait. Nonzero: it is split among the ranks, a distributed
+     * CholeskyQR2 over row blocks of the matrix (shifted CholeskyQR3 for an ill-conditioned
+     * sketch, a Householder QR at rank 0 for one too ill-conditioned for either). One device
+     * always runs the Householder QR. Either way the result agrees to rounding.
+     */
+    int distributed_qr;
+    /**
+     * NULL (the default), or where `tutti_src` writes the sweep's diagnostics
+     * (`TuttiSrcInfo`), on success only. It must not overlap `out`, the stack or the options.
+     */
+    struct TuttiSrcInfo *info_out;
     /**
      * Where progress is reported (default: nowhere; see `TuttiProgressCallback`). Each site
      * of each pass as it starts: stage "sketch (left to right)", then "orthogonalize (right to
@@ -1226,7 +1315,8 @@ const char *tutti_status_name(int status);
 
 /**
  * Writes the default SRC options to `*options`: `chi_out` 0 (set it), no oversampling, no
- * cutoff, seed 0, the default resources.
+ * cutoff, seed 0, the default resources, `TUTTI_KERNELS_AUTO`, the QR at rank 0
+ * (`distributed_qr` 0), no diagnostics (`info_out` NULL), no progress callback.
  *
  * # Safety
  * `options` is NULL or valid for writing a `TuttiSrcOptions`.
@@ -1247,7 +1337,17 @@ int tutti_src_options_default(struct TuttiSrcOptions *options);
  * 2 sites are contracted exactly; 1 site is an error. Before any work the sweep's large
  * objects are planned within the devices' memory and the caps of `options->resources`.
  *
- * `out` receives the new train, released with `tutti_train_free`.
+ * Out of core: sketched environments that fit neither the device cap
+ * (`options->resources.device_memory_bytes`) nor the host cap (`host_memory_bytes`) are
+ * spilled to a private directory under `options->resources.scratch_dir` (the system's
+ * temporary directory when NULL), within `scratch_limit_bytes`, and read back during the
+ * right-to-left pass; the directory is removed before the call returns, on success or
+ * failure. Where the environments lived never changes the result's bits.
+ * `options->distributed_qr` splits the QR of each site among the devices.
+ *
+ * `out` receives the new train, released with `tutti_train_free`. When
+ * `options->info_out` is not NULL, the sweep's diagnostics are written there (a
+ * `TuttiSrcInfo`, plain numbers: nothing to release). Both are written on success only.
  *
  * Errors: NULL pointers (`TUTTI_ERROR_NULL_POINTER`); `n` below 1, trains of different
  * lengths, an MPS in the middle, mismatched physical legs, `chi_out` below 1, a negative
@@ -1255,12 +1355,15 @@ int tutti_src_options_default(struct TuttiSrcOptions *options);
  * too many devices, an unknown ordinal: `TUTTI_ERROR_INVALID_ARGUMENT`; a GPU request in a
  * build without CUDA: `TUTTI_ERROR_UNSUPPORTED`); a memory plan that does not fit the caps
  * (`TUTTI_ERROR_OUT_OF_MEMORY`, the message with the numbers); a file of a directory train
- * that turns out unreadable (`TUTTI_ERROR_IO`).
+ * that turns out unreadable, a spill file that cannot be written or read
+ * (`TUTTI_ERROR_IO`); `options->info_out` overlapping `out`, the stack or the options, or
+ * misaligned (`TUTTI_ERROR_INVALID_ARGUMENT`).
  *
  * # Safety
  * `stack` holds `n` live handles; `options` is NULL or valid for reading a
  * `TuttiSrcOptions` whose `resources` pointers are NULL or valid as documented on
- * `TuttiResources`; `out` is NULL or valid for writing a pointer.
+ * `TuttiResources` and whose `info_out` is NULL or valid for writing a `TuttiSrcInfo`;
+ * `out` is NULL or valid for writing a pointer.
  */
 int tutti_src(const struct TuttiTrain *const *stack,
               int n,

@@ -9,6 +9,9 @@
 !   H psi to 1e-12 relative on 1 to 3 simulated devices, and in complex128 for a real H
 !   and a complex psi: SRC is then exact, so only rounding of O(1) numbers over 4 sites
 !   (about 1e-15) remains;
+! - the same with distributed_qr on 2 devices, and the tutti_src_info_t it fills: 2 devices,
+!   sketch width 4 (the largest bond the product can have), 3 QRs of which some distributed,
+!   3 environments on the device tier, nothing spilled, the result's norm;
 ! - tutti_train_norm_f equals the dense norm, and tutti_train_distance_f equals exact
 !   values: ||psi - 3 psi|| = 2 ||psi||, ||psi - psi|| = 0, and ||psi - psi_c|| from the
 !   dense vectors (a real train against a complex one), all to 1e-12 relative;
@@ -17,8 +20,9 @@
 !   absent (chi_out 0), a missing directory.
 ! Stops with a non-zero exit code when a check fails.
 program test_sweep
-    use, intrinsic :: iso_c_binding, only: c_int, c_double, c_double_complex, c_char, &
-                                           c_null_char, c_ptr, c_null_ptr, c_associated
+    use, intrinsic :: iso_c_binding, only: c_int, c_int64_t, c_double, c_double_complex, &
+                                           c_char, c_null_char, c_ptr, c_null_ptr, &
+                                           c_associated, c_loc
     use tutti
     use checks
     implicit none
@@ -45,6 +49,7 @@ contains
         type(tutti_mps_core_t) :: bad_cores(SITES), core
         type(tutti_mpo_core_t) :: h_core
         type(tutti_src_options_t) :: options
+        type(tutti_src_info_t), target :: info
         type(c_ptr) :: h, psi, psi_c, psi3, result, result_c, back, none
         complex(c_double_complex) :: psi_dense(DIM), psi_dense_c(DIM), expected(DIM)
         complex(c_double_complex) :: expected_c(DIM), got(DIM), h_dense(DIM, DIM)
@@ -180,6 +185,38 @@ contains
             call check(status == TUTTI_OK .and. .not. c_associated(result), &
                        'released; the handle is now c_null_ptr')
         end do
+
+        ! The QR split among 2 devices, with the sweep's diagnostics: the same product.
+        call tutti_src_options_default_f(options)
+        call check(options%distributed_qr == 0 .and. .not. c_associated(options%info_out), &
+                   'defaults: the QR at rank 0, no diagnostics')
+        options%chi_out = 8
+        options%seed = 7
+        options%resources%kind = TUTTI_KIND_CPU
+        options%resources%devices = 2
+        options%distributed_qr = 1
+        options%info_out = c_loc(info)
+        result = c_null_ptr
+        call tutti_src_f([h, psi], result, options, status)
+        call check(status == TUTTI_OK, 'tutti_src_f with distributed_qr: ' // tutti_last_error_f())
+        got = train_vector(result, TUTTI_DTYPE_FLOAT64)
+        error = relative_difference(got, expected)
+        call check(error < 1e-12_c_double, 'distributed QR: H psi equals the dense product to ' &
+                   // etoa(error) // ' relative')
+        call check(info%devices == 2 .and. info%sketch_width == 4 &
+                   .and. info%exact_fallback == 0, 'info: 2 devices, sketch width 4 (the ' &
+                   // 'largest bond H psi can have), sketched: ' // itoa(int(info%sketch_width)))
+        call check(info%qr_distributed > 0 .and. &
+                   info%qr_distributed + info%qr_householder == SITES - 1, &
+                   'info: ' // itoa(int(info%qr_distributed)) // ' of 3 QRs distributed')
+        call check(info%environments_on_device == SITES - 1 .and. info%environments_on_disk == 0 &
+                   .and. info%spilled_bytes == 0_c_int64_t, 'info: no caps, nothing spilled')
+        call tutti_train_norm_f(result, norm)
+        call check(abs(info%norm - norm) <= 1e-12_c_double * norm, 'info: the norm ' &
+                   // etoa(info%norm, 15))
+        call tutti_train_free_f(result)
+        options%distributed_qr = 0
+        options%info_out = c_null_ptr
 
         ! A mixed stack is computed in complex128.
         options%resources%devices = 2

@@ -146,3 +146,68 @@ def test_where_it_runs_errors_and_a_refused_cap():
         tutti.src([h, psi], 6, resources=2)
     with pytest.raises(TypeError):
         tutti.src([h, psi], 6, devices=2)  # the old keyword is gone
+
+
+def test_distributed_qr_agrees_with_the_default_and_reports_its_qrs():
+    rng = np.random.default_rng(7)
+    h = random_cores(rng, 8, 3, (2, 2))
+    psi = random_cores(rng, 8, 4, (2,))
+    # chi 6 truncates the exact bonds (up to 12): the same sketch, factored two ways.
+    plain, plain_info = tutti.src([h, psi], 6, seed=3, resources=cpu(2), info=True)
+    split, split_info = tutti.src(
+        [h, psi], 6, seed=3, resources=cpu(2), distributed_qr=True, info=True
+    )
+    assert split.bonds == plain.bonds == [1, 2, 4, 6, 6, 6, 4, 2, 1]
+    assert plain.distance(split) <= 1e-10 * plain.norm()
+    assert abs(split.norm() - plain.norm()) <= 1e-10 * plain.norm()
+    assert plain_info["qr"]["distributed"] == 0
+    assert plain_info["qr"]["householder"] == 7
+    assert split_info["qr"]["distributed"] > 0
+    assert split_info["qr"]["distributed"] + split_info["qr"]["householder"] == 7
+    assert 0 < split_info["qr"]["worst_orthogonality"] < 1e-12
+    # Without `info` the train comes alone, with the same bits.
+    alone = tutti.src([h, psi], 6, seed=3, resources=cpu(2), distributed_qr=True)
+    assert isinstance(alone, tutti.Train)
+    for a, b in zip(alone.cores(), split.cores()):
+        np.testing.assert_array_equal(a, b)
+    for train in (plain, split, alone):
+        train.close()
+
+
+def test_info_reports_the_sweep():
+    rng = np.random.default_rng(8)
+    h = random_cores(rng, 6, 3, (2, 2))
+    psi = random_cores(rng, 6, 4, (2,))
+    result, info = tutti.src([h, psi], 5, oversample=3, seed=1, resources=cpu(2), info=True)
+    assert set(info) == {
+        "sketch_width",
+        "devices",
+        "seconds",
+        "exact_fallback",
+        "truncated_weight",
+        "norm",
+        "qr",
+        "environments",
+    }
+    assert info["sketch_width"] == 8
+    assert info["devices"] == 2
+    assert info["exact_fallback"] is False
+    assert info["seconds"] > 0 and info["seconds"] >= info["qr"]["seconds"] >= 0
+    assert info["truncated_weight"] > 0
+    assert abs(info["norm"] - result.norm()) <= 1e-12 * result.norm()
+    assert info["qr"] == {
+        "distributed": 0,
+        "shifted": 0,
+        "householder": 5,
+        "worst_orthogonality": 0.0,
+        "seconds": info["qr"]["seconds"],
+    }
+    # No caps: every environment (sites 1 to 5) where the ranks compute, nothing spilled.
+    assert info["environments"] == {"on_device": 5, "on_host": 0, "on_disk": 0, "spilled_bytes": 0}
+    result.close()
+    # A 2-site stack is contracted exactly.
+    ends = [[h[0], h[-1]], [psi[0], psi[-1]]]
+    short, short_info = tutti.src(ends, 4, resources=cpu(1), info=True)
+    assert short_info["exact_fallback"] is True
+    assert short_info["qr"]["householder"] == 0
+    short.close()

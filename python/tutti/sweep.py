@@ -32,6 +32,52 @@ class Dtype(enum.IntEnum):
 
 
 
+class _CSrcInfo(ctypes.Structure):
+    """TuttiSrcInfo: the diagnostics ``tutti_src`` writes to ``options->info_out``."""
+
+    _fields_ = [
+        ("sketch_width", ctypes.c_uint64),
+        ("devices", ctypes.c_uint64),
+        ("seconds", ctypes.c_double),
+        ("exact_fallback", ctypes.c_int),
+        ("truncated_weight", ctypes.c_double),
+        ("norm", ctypes.c_double),
+        ("qr_distributed", ctypes.c_uint64),
+        ("qr_shifted", ctypes.c_uint64),
+        ("qr_householder", ctypes.c_uint64),
+        ("qr_worst_orthogonality", ctypes.c_double),
+        ("qr_seconds", ctypes.c_double),
+        ("environments_on_device", ctypes.c_uint64),
+        ("environments_on_host", ctypes.c_uint64),
+        ("environments_on_disk", ctypes.c_uint64),
+        ("spilled_bytes", ctypes.c_uint64),
+    ]
+
+    def to_dict(self) -> dict:
+        """The diagnostics as :func:`src` returns them with ``info=True``."""
+        return {
+            "sketch_width": self.sketch_width,
+            "devices": self.devices,
+            "seconds": self.seconds,
+            "exact_fallback": bool(self.exact_fallback),
+            "truncated_weight": self.truncated_weight,
+            "norm": self.norm,
+            "qr": {
+                "distributed": self.qr_distributed,
+                "shifted": self.qr_shifted,
+                "householder": self.qr_householder,
+                "worst_orthogonality": self.qr_worst_orthogonality,
+                "seconds": self.qr_seconds,
+            },
+            "environments": {
+                "on_device": self.environments_on_device,
+                "on_host": self.environments_on_host,
+                "on_disk": self.environments_on_disk,
+                "spilled_bytes": self.spilled_bytes,
+            },
+        }
+
+
 class _CSrcOptions(ctypes.Structure):
     _fields_ = [
         ("chi_out", ctypes.c_int),
@@ -40,6 +86,8 @@ class _CSrcOptions(ctypes.Structure):
         ("seed", ctypes.c_uint64),
         ("resources", _CResources),
         ("kernels", ctypes.c_int),
+        ("distributed_qr", ctypes.c_int),
+        ("info_out", ctypes.POINTER(_CSrcInfo)),
         ("progress", _CProgressCallback),
     ]
 
@@ -310,7 +358,9 @@ def src(
     resources: Resources | None = None,
     kernels: Kernels | str = Kernels.AUTO,
     progress=None,
-) -> Train:
+    distributed_qr: bool = False,
+    info: bool = False,
+) -> Train | tuple[Train, dict]:
     """The product of a stack of trains compressed to bonds <= ``chi`` by SRC (``tutti_src``).
 
     ``trains`` (``Train`` objects, or what :class:`Train` takes: lists of numpy cores, quimb
@@ -325,6 +375,23 @@ def src(
     :class:`tutti.Kernels` or its name) says whether the contractions run as device code.
     ``progress``, a callable, receives a :class:`tutti.Progress` as each site of each pass
     starts (``tutti.progress`` says how an exception in it is raised).
+
+    Sketched environments that fit neither the device nor the host memory caps of
+    ``resources`` are spilled to its scratch directory and read back (out of core); the
+    files are removed before ``src`` returns, and the result's bits do not change.
+    ``distributed_qr=True`` splits the QR of each site's sketched matrix among the devices (a
+    distributed CholeskyQR2; the default factors it at the first device while the others
+    wait); the result agrees to rounding, and one device always uses the default.
+
+    With ``info=True`` the call returns ``(train, info)``, ``info`` a dict of the sweep's
+    diagnostics: ``sketch_width`` (``chi + oversample``, clamped to the largest bond the
+    product can have), ``devices``, ``seconds`` (wall clock), ``exact_fallback`` (``True``
+    for a 2-site stack, contracted exactly), ``truncated_weight`` (the squared singular
+    values the final truncation dropped), ``norm`` (of the result), ``qr`` (a dict: sites
+    factored ``distributed``, of those ``shifted``, and by ``householder`` QR at the first
+    device; ``worst_orthogonality``, the largest ``||Q^H Q - I||_F`` of the distributed QRs;
+    ``seconds``) and ``environments`` (a dict: sites whose sketched environment stayed
+    ``on_device``, moved ``on_host`` or went ``on_disk``, and the ``spilled_bytes`` written).
     """
     owned = [t if isinstance(t, Train) else Train(t) for t in trains]
     if not owned:
@@ -339,6 +406,10 @@ def src(
     options.seed = int(seed)
     options.resources, keepalive = _c_resources(resources)
     options.kernels = int(Kernels._coerce(kernels, "src"))
+    options.distributed_qr = 1 if distributed_qr else 0
+    diagnostics = _CSrcInfo()
+    if info:
+        options.info_out = ctypes.pointer(diagnostics)
     hook = _ProgressHook(progress, "src")
     options.progress = hook.c
     out = ctypes.c_void_p()
@@ -357,4 +428,6 @@ def src(
         if result is not None:
             result.close()
         hook.raise_pending()
+    if info:
+        return result, diagnostics.to_dict()
     return result
