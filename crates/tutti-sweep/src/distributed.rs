@@ -1,18 +1,31 @@
-//! One SRC sweep on one rank of a group: the rank owns a contiguous block of sketch columns.
+//! One SRC sweep on one rank of a group: the rank owns a contiguous block of sketch columns
+//! left to right, and a contiguous block of the right bond right to left.
 //!
 //! Left to right, each rank builds its columns of every sketched environment (no
 //! communication) and puts each away on the tier the memory plan gave it (device, host or a
-//! spill file: [`crate::environments`]). Right to left, per site (the spilled environments
-//! read back one site ahead by a loader thread): every rank forms its rows of the sketched matrix
-//! Y (its sketch columns), and the QR of the tall `Y^T` (`p chi x r`) gives the new core. On
-//! several ranks that QR is split among them ([`crate::cholesky_qr`]): an all-to-all turns
-//! the blocks of rows of Y into blocks of rows of `Y^T` (each rank a contiguous block of the
-//! `p chi` rows), a distributed CholeskyQR2 factors it, and an allgather of `Q`'s row blocks
-//! gives every rank the new core. A sketch too ill-conditioned for CholeskyQR (and one
-//! device) takes the Householder path instead: rank 0 gathers Y, runs the QR and scatters
-//! blocks of rows of the new core. Each rank then projects its rows of the next right
-//! environment S, and an allgather gives every rank the whole S. A group of one runs the same
-//! code inline with trivial exchanges.
+//! spill file: [`crate::environments`]).
+//!
+//! Right to left, per site, with the right bond `chi` split among the ranks (rank r its block
+//! `block(chi, G, r)` of the bond, so no rank repeats another's flops):
+//! - an allgather gives every rank all the sketch columns of the site's environment (the
+//!   spilled ones read back one site ahead by a loader thread), of which the first `r_k` (the
+//!   new bond) are kept;
+//! - each rank forms its block of the stacked cores times S (S's rows of its bonds) and its
+//!   block of the sketched matrix Y: every row, the entries of its bonds. Read
+//!   column-major, that block is the rows `p chi + c` (c its bonds) of the tall `Y^T`;
+//! - the QR of `Y^T` gives the new core `V = Q^T`. Split among the ranks
+//!   ([`crate::cholesky_qr`], a distributed CholeskyQR2 over exactly those row blocks), Q's
+//!   rows are V's entries for the rank's bonds; rank 0 gathers the whole V for the result. A
+//!   sketch too ill-conditioned for CholeskyQR, one device, or the default
+//!   (`distributed_qr` off) takes the Householder path: rank 0 gathers Y's blocks, factors
+//!   it and scatters each rank its bonds' entries of V;
+//! - each rank contracts its entries of V with its block of the stacked cores times S, a
+//!   partial sum of the next S over its bonds; an allreduce (summing in rank order, the same
+//!   bits on every rank) gives every rank the whole next S.
+//!
+//! A rank whose bond block is empty (near the right end, where the bond is smaller than the
+//! group) contributes nothing but zeros to the sums. A group of one runs the same code inline
+//! with trivial exchanges.
 //!
 //! Collectives run on the rank's own thread; the contractions of each step run in the
 //! rank's device thread pool (`pool.install`), so the work stealing stays inside the rank.
@@ -345,17 +358,16 @@ fn right_to_left<T: Scalar, E: Executor<T>>(
     let stack = job.stack;
     let (n, depth) = (stack.sites, stack.depth());
     let (rank, size) = (comm.rank(), comm.size());
-    let columns = block(job.width, size, rank);
     let right_axes = stack.right_axes();
     let hold_all = |exec: &mut E, cores: Vec<Tensor<T>>| -> Result<Vec<E::Held>, SweepError> {
         cores.into_iter().map(|core| exec.hold(core)).collect()
     };
-
-    // Right to left: sketch, QR at rank 0, projected environment S (`[Bond, Right(0..L)]`,
-    // Bond the new core's left bond at the site to the right).
     let mut s_axes = vec![Axis::Bond];
     s_axes.extend(right_axes.iter().copied());
-    let mut s_env = exec.hold(Tensor::<T>::unit(s_axes))?;
+
+    // The projected environment S (`[Bond, Right(0..L)]`, Bond the new core's left bond at
+    // the site to the right), whole on every rank; this rank works with its block of rows.
+    let mut s_whole = Tensor::<T>::unit(s_axes.clone());
     let mut out: Vec<Option<Core<T>>> = vec![None; n];
     let mut chi_right = 1usize;
     let mut left_caps = Vec::with_capacity(n);
@@ -365,78 +377,100 @@ fn right_to_left<T: Scalar, E: Executor<T>>(
         phys_product = phys_product.saturating_mul(stack.phys(site));
     }
     let mut reader = StackReader::new(stack, layers, true)?;
-    // The next environment's loader runs while this site computes.
     let mut qr = QrInfo::default();
     for site in (1..n).rev() {
         report(job.progress, rank, Pass::Orthogonalize, site, n);
         let (d_out, d_in) = stack.out_phys(site);
         let phys = d_out * d_in;
-        let row_width = phys * chi_right;
+        let rank_k = job.width.min(phys * chi_right).min(left_caps[site]);
+        let bonds = block(chi_right, size, rank);
+        let cores = reader.next_site(site)?;
 
-        // The stacked cores times S, then this rank's rows of the sketched matrix Y
-        // (columns x phys*chi_right).
-        let (x, y) = in_pool(pool, || {
-            let cores = hold_all(exec, reader.next_site(site)?)?;
-            let x = s_times_cores(exec, &s_env, &cores)?;
-            let env = envs.take(site, exec, prefetch)?;
-            let y = exec.contract(
-                &env,
-                false,
-                &x,
-                &[Axis::Phys(0), Axis::Col, Axis::Phys(depth), Axis::Bond],
-            )?;
-            exec.recycle(env);
-            let y = exec.permuted(
-                &y,
-                &[Axis::Col, Axis::Phys(0), Axis::Phys(depth), Axis::Bond],
-            )?;
-            Ok((x, y))
-        })?;
+        // Every rank's sketch columns of this site's environment, the first rank_k of them.
+        let env = envs.take(site, exec, prefetch)?;
+        let env = exec.release(env)?;
+        let fused_left = stack.fused_left(site);
+        let mut columns = comm.allgather_concat(&env.data)?;
+        columns.truncate(rank_k * fused_left);
+        let mut env_dims = env.dims.clone();
+        env_dims[0] = rank_k;
+        let env_axes = env.axes.clone();
+        exec.recycle_host(env);
 
-        // Y^T = Q R; the new core is V = Q^T (rank x phys*chi_right), right-orthonormal.
-        let y = exec.release(y)?;
-        let rank_k = job.width.min(row_width).min(left_caps[site]);
+        // This rank's block of the stacked cores times S, and of the sketched matrix Y: all
+        // rank_k rows, the entries of its bonds (`rank_k x phys x bonds`, row-major).
+        let mine = if bonds.is_empty() {
+            None
+        } else {
+            let s_rows = rows_of(&s_whole, bonds.clone());
+            Some(in_pool(pool, || {
+                let s_mine = exec.hold(s_rows)?;
+                let env_all = exec.hold(Tensor::new(columns, env_dims, env_axes))?;
+                let cores = hold_all(exec, cores)?;
+                let x = s_times_cores(exec, &s_mine, &cores)?;
+                exec.recycle(s_mine);
+                let y = exec.contract(
+                    &env_all,
+                    false,
+                    &x,
+                    &[Axis::Phys(0), Axis::Col, Axis::Phys(depth), Axis::Bond],
+                )?;
+                exec.recycle(env_all);
+                let y_mine = exec.permuted(
+                    &y,
+                    &[Axis::Col, Axis::Phys(0), Axis::Phys(depth), Axis::Bond],
+                )?;
+                exec.recycle(y);
+                Ok((x, y_mine))
+            })?)
+        };
+        let (x, y_mine) = match mine {
+            Some((x, y)) => (Some(x), exec.release(y)?.data),
+            None => (None, Vec::new()),
+        };
+
+        // Y^T = Q R; the new core is V = Q^T (rank_k x phys x chi_right), right-orthonormal.
         let started = Instant::now();
         let sketch = SiteSketch {
-            y: &y.data,
-            columns: columns.clone(),
+            y_mine,
             rank_k,
-            row_width,
+            phys,
+            chi_right,
         };
-        let core = factor_sketch(comm, pool, par, &sketch, job.distributed_qr, &mut qr)?;
+        let core = factor_sketch(comm, pool, par, sketch, job.distributed_qr, &mut qr)?;
         qr.seconds += started.elapsed().as_secs_f64();
-        drop(y);
         if let Some(v) = core.whole {
             out[site] = Some(Core {
                 shape: stack.out_shape(site, rank_k, chi_right),
                 data: v,
             });
         }
-        let my_rows = core.mine;
-        let count = my_rows.len() / row_width.max(1);
 
-        // This rank's rows of the next S: S[r, a] = sum_{p, c} conj(V[r, p, c]) X[p, a, c].
-        let v = exec.hold(Tensor::new(
-            my_rows,
-            vec![count, d_out, d_in, chi_right],
-            vec![Axis::Row, Axis::Phys(0), Axis::Phys(depth), Axis::Bond],
-        ))?;
-        let mut order = vec![Axis::Row];
-        order.extend(stack.left_axes());
-        let mine = pool.install(|| exec.contract(&v, true, &x, &order))?;
-        exec.recycle(x);
-        exec.recycle(v);
-        let mine = exec.release(mine)?;
-        let all_rows = comm.allgather_concat(&mine.data)?;
-        exec.recycle_host(mine);
-        let fused_left = stack.fused_left(site);
-        let rank_k = all_rows.len() / fused_left.max(1);
+        // The next S: S[r, a] = sum_{p, c} conj(V[r, p, c]) X[p, a, c], each rank summing over
+        // its bonds c, then an allreduce over the ranks (in rank order: the same bits on each).
+        let mut s_next = match x {
+            Some(x) => {
+                let v = exec.hold(Tensor::new(
+                    core.mine,
+                    vec![rank_k, d_out, d_in, bonds.len()],
+                    vec![Axis::Row, Axis::Phys(0), Axis::Phys(depth), Axis::Bond],
+                ))?;
+                let mut order = vec![Axis::Row];
+                order.extend(stack.left_axes());
+                let partial = pool.install(|| exec.contract(&v, true, &x, &order))?;
+                exec.recycle(x);
+                exec.recycle(v);
+                exec.release(partial)?.data
+            }
+            None => try_filled_vec(rank_k * fused_left, T::zero(), || {
+                format!("the projected environment ({rank_k} x {fused_left})")
+            })?,
+        };
+        comm.allreduce_sum(&mut s_next)?;
         let mut dims = vec![rank_k];
         dims.extend(stack.shapes.iter().map(|s| s[site].left));
-        let mut axes = vec![Axis::Bond];
-        axes.extend(right_axes.iter().copied());
-        let next = exec.hold(Tensor::new(all_rows, dims, axes))?;
-        exec.recycle(std::mem::replace(&mut s_env, next));
+        let previous = std::mem::replace(&mut s_whole, Tensor::new(s_next, dims, s_axes.clone()));
+        exec.recycle_host(previous);
         chi_right = rank_k;
     }
 
@@ -447,6 +481,7 @@ fn right_to_left<T: Scalar, E: Executor<T>>(
         return Ok((None, qr));
     }
     let first = pool.install(|| {
+        let s_env = exec.hold(s_whole)?;
         let cores = hold_all(exec, cores)?;
         let first = s_times_cores(exec, &s_env, &cores)?;
         exec.release(first)
@@ -470,51 +505,133 @@ fn right_to_left<T: Scalar, E: Executor<T>>(
     Ok((Some(TensorTrain::from_trusted(stack.out_kind, cores)), qr))
 }
 
-/// One site's sketched matrix as this rank holds it.
-struct SiteSketch<'a, T> {
-    /// This rank's rows of Y (its sketch columns): row-major `columns.len() x row_width`.
-    y: &'a [T],
-    /// Which sketch columns (rows of Y) this rank holds.
-    columns: Range<usize>,
-    /// The new bond: the QR factors the first `rank_k` rows of Y, transposed.
+/// The rows `rows` of `s` (its first axis), as a tensor of its own.
+fn rows_of<T: Scalar>(s: &Tensor<T>, rows: Range<usize>) -> Tensor<T> {
+    let per_row: usize = s.dims[1..].iter().product();
+    let data = s.data[rows.start * per_row..rows.end * per_row].to_vec();
+    let mut dims = s.dims.clone();
+    dims[0] = rows.len();
+    Tensor::new(data, dims, s.axes.clone())
+}
+
+/// One site's sketched matrix `Y` (`rank_k x phys x chi_right`) as this rank holds it: every
+/// row, the entries of its block of bonds `block(chi_right, size, rank)`.
+struct SiteSketch<T> {
+    /// Row-major `rank_k x phys x bonds`: read column-major, this rank's rows of `Y^T`
+    /// (`phys bonds x rank_k`), the rows `p chi_right + c` of the whole `Y^T` for its bonds
+    /// `c`.
+    y_mine: Vec<T>,
+    /// The new bond: the sketch columns kept, the rows of Y.
     rank_k: usize,
-    /// `phys * chi_right`, the rows of `Y^T`.
-    row_width: usize,
+    /// The site's physical dimension, `d_out d_in`.
+    phys: usize,
+    /// The bond to the right.
+    chi_right: usize,
 }
 
 /// The new core `V = Q^T` of one site as a rank holds it.
 struct NewCore<T> {
-    /// This rank's rows, `block(rank_k, size, rank)`, row-major `x row_width`.
+    /// Every row of V, this rank's bonds: row-major `rank_k x phys x bonds`.
     mine: Vec<T>,
-    /// At rank 0, all of V (row-major `rank_k x row_width`); `None` elsewhere.
+    /// At rank 0, all of V (row-major `rank_k x phys x chi_right`); `None` elsewhere.
     whole: Option<Vec<T>>,
 }
 
-/// The thin QR of `Y^T` (its first `rank_k` columns), as the new core `V = Q^T`. Split
-/// among the ranks when `distributed` and there are several, else (or when CholeskyQR breaks
-/// down) Householder at rank 0; `info` counts which.
+/// The entries of rank `r`'s bonds in a row-major `rank_k x phys x chi_right` array, as a
+/// row-major `rank_k x phys x bonds` one.
+fn bond_block<T: Copy>(whole: &[T], chi_right: usize, bonds: Range<usize>) -> Vec<T> {
+    let width = bonds.len();
+    let mut out = Vec::with_capacity(whole.len() / chi_right.max(1) * width);
+    for row in whole.chunks_exact(chi_right.max(1)) {
+        out.extend_from_slice(&row[bonds.clone()]);
+    }
+    out
+}
+
+/// Every rank's `rank_k x phys x bonds` block (in rank order) put together as the row-major
+/// `rank_k x phys x chi_right` array.
+fn join_bond_blocks<T: Scalar>(
+    blocks: &[Vec<T>],
+    lines: usize,
+    chi_right: usize,
+) -> Result<Vec<T>, SweepError> {
+    let size = blocks.len();
+    let mut whole = try_filled_vec(lines * chi_right, T::zero(), || {
+        format!("a sketched matrix or core ({lines} x {chi_right})")
+    })?;
+    for (r, piece) in blocks.iter().enumerate() {
+        let bonds = block(chi_right, size, r);
+        if bonds.is_empty() {
+            continue;
+        }
+        for (line, from) in piece.chunks_exact(bonds.len()).enumerate() {
+            whole[line * chi_right + bonds.start..line * chi_right + bonds.end]
+                .copy_from_slice(from);
+        }
+    }
+    Ok(whole)
+}
+
+/// The thin QR of `Y^T`, as the new core `V = Q^T`. Split among the ranks when `distributed`
+/// and there are several, else (or when CholeskyQR breaks down) Householder at rank 0; `info`
+/// counts which.
 fn factor_sketch<T: Scalar>(
     comm: &Comm<'_>,
     pool: &ThreadPool,
     par: Par,
-    sketch: &SiteSketch<'_, T>,
+    sketch: SiteSketch<T>,
     distributed: bool,
     info: &mut QrInfo,
 ) -> Result<NewCore<T>, SweepError> {
-    let size = comm.size();
+    let (rank, size) = (comm.rank(), comm.size());
     let SiteSketch {
-        rank_k, row_width, ..
-    } = *sketch;
+        y_mine,
+        rank_k,
+        phys,
+        chi_right,
+    } = sketch;
+    let bonds = block(chi_right, size, rank);
+    let row_width = phys * chi_right;
+    let lines = rank_k * phys;
     if distributed && size > 1 {
-        if let Some(split) = factor_split(comm, pool, par, sketch, info)? {
-            return Ok(split);
+        // The same rule as the Householder QR's: a second thread only for tens of MFLOP.
+        let local_par = if phys * bonds.len() * rank_k * rank_k >= 1 << 24 {
+            par
+        } else {
+            Par::Seq
+        };
+        match cholesky_qr(comm, y_mine.clone(), rank_k, pool, local_par) {
+            Ok(factored) => {
+                info.distributed += 1;
+                if factored.info.path == CholeskyQrPath::Shifted {
+                    info.shifted += 1;
+                }
+                info.worst_orthogonality =
+                    info.worst_orthogonality.max(factored.info.orthogonality);
+                // Q's rows (column-major, phys bonds x rank_k) are V's bonds (row-major).
+                let mine = factored.q_local;
+                let whole = match comm.gather(0, &mine)? {
+                    Some(blocks) => Some(join_bond_blocks(&blocks, lines, chi_right)?),
+                    None => None,
+                };
+                return Ok(NewCore { mine, whole });
+            }
+            Err(CholeskyQrError::Comm(error)) => return Err(error.into()),
+            Err(CholeskyQrError::Breakdown(breakdown)) => {
+                log::debug!(
+                    "tutti-sweep: the distributed QR of a {row_width} x {rank_k} sketch broke \
+                     down ({breakdown}); Householder QR at rank 0 instead"
+                );
+            }
         }
     }
-    let gathered = comm.gather(0, sketch.y)?.map(|blocks| blocks.concat());
+    let gathered = comm.gather(0, &y_mine)?;
+    drop(y_mine);
     let blocks = match gathered {
-        Some(whole_y) => {
-            // Row-major Y (width x row_width) is column-major Y^T; its first rank_k
-            // columns are the first rank_k sketch columns.
+        Some(blocks) => {
+            let whole_y = join_bond_blocks(&blocks, lines, chi_right)?;
+            drop(blocks);
+            // Row-major Y (rank_k x row_width) is column-major Y^T.
             // faer's blocked QR synchronises its threads per panel: below some tens of
             // MFLOP a second thread costs more than it gains (measured on the 2-core
             // development host, XXZ x MPS at D_psi = 128: the 31 QRs of 256 x 128 took
@@ -524,15 +641,10 @@ fn factor_sketch<T: Scalar>(
             } else {
                 Par::Seq
             };
-            let v = pool.install(|| {
-                qr_q_transposed(&whole_y[..rank_k * row_width], row_width, rank_k, qr_par)
-            });
+            let v = pool.install(|| qr_q_transposed(&whole_y, row_width, rank_k, qr_par));
             drop(whole_y);
             let blocks: Vec<Vec<T>> = (0..size)
-                .map(|r| {
-                    let rows = block(rank_k, size, r);
-                    v[rows.start * row_width..rows.end * row_width].to_vec()
-                })
+                .map(|r| bond_block(&v, chi_right, block(chi_right, size, r)))
                 .collect();
             Some((blocks, v))
         }
@@ -544,98 +656,6 @@ fn factor_sketch<T: Scalar>(
         mine,
         whole: blocks.map(|(_, v)| v),
     })
-}
-
-/// [`factor_sketch`] split among the ranks: `None` (on every rank alike) when CholeskyQR
-/// broke down and the Householder path must run instead.
-///
-/// Rank r holds the rows `block(row_width, size, r)` of `Y^T`: an all-to-all sends it, from
-/// every rank, that rank's first-`rank_k` sketch columns restricted to those entries (row-major
-/// pieces of Y that, concatenated in rank order, are the block column-major). After the
-/// CholeskyQR, `Q`'s row block is the same columns of V; an allgather gives every rank all of
-/// V, of which it keeps its rows (rank 0 all of them).
-fn factor_split<T: Scalar>(
-    comm: &Comm<'_>,
-    pool: &ThreadPool,
-    par: Par,
-    sketch: &SiteSketch<'_, T>,
-    info: &mut QrInfo,
-) -> Result<Option<NewCore<T>>, SweepError> {
-    let (rank, size) = (comm.rank(), comm.size());
-    let SiteSketch {
-        y,
-        ref columns,
-        rank_k,
-        row_width,
-    } = *sketch;
-    let kept = columns.start.min(rank_k)..columns.end.min(rank_k);
-    let sends: Vec<Vec<T>> = (0..size)
-        .map(|r| {
-            let entries = block(row_width, size, r);
-            let mut piece = Vec::with_capacity(kept.len() * entries.len());
-            for c in kept.clone() {
-                let row = (c - columns.start) * row_width;
-                piece.extend_from_slice(&y[row + entries.start..row + entries.end]);
-            }
-            piece
-        })
-        .collect();
-    let mine = block(row_width, size, rank);
-    let local = comm.all_to_all(&sends)?.concat();
-    drop(sends);
-    // The same rule as the Householder QR's: a second thread only for tens of MFLOP.
-    let local_par = if mine.len() * rank_k * rank_k >= 1 << 24 {
-        par
-    } else {
-        Par::Seq
-    };
-    let factored = match cholesky_qr(comm, local, rank_k, pool, local_par) {
-        Ok(factored) => factored,
-        Err(CholeskyQrError::Comm(error)) => return Err(error.into()),
-        Err(CholeskyQrError::Breakdown(breakdown)) => {
-            log::debug!(
-                "tutti-sweep: the distributed QR of a {row_width} x {rank_k} sketch broke down \
-                 ({breakdown}); Householder QR at rank 0 instead"
-            );
-            return Ok(None);
-        }
-    };
-    info.distributed += 1;
-    if factored.info.path == CholeskyQrPath::Shifted {
-        info.shifted += 1;
-    }
-    info.worst_orthogonality = info.worst_orthogonality.max(factored.info.orthogonality);
-    // Q's rows `mine`, column-major, are V's columns `mine`, row-major (rank_k x mine.len()).
-    let pieces = comm.allgather(&factored.q_local)?;
-    drop(factored);
-    let my_block = block(rank_k, size, rank);
-    let v_rows = if rank == 0 {
-        0..rank_k
-    } else {
-        my_block.clone()
-    };
-    let mut v = try_filled_vec(v_rows.len() * row_width, T::zero(), || {
-        format!("the new core ({} x {row_width})", v_rows.len())
-    })?;
-    for (r, piece) in pieces.iter().enumerate() {
-        let entries = block(row_width, size, r);
-        for (i, row) in v_rows.clone().enumerate() {
-            let from = row * entries.len();
-            v[i * row_width + entries.start..i * row_width + entries.end]
-                .copy_from_slice(&piece[from..from + entries.len()]);
-        }
-    }
-    Ok(Some(if rank == 0 {
-        NewCore {
-            mine: v[my_block.start * row_width..my_block.end * row_width].to_vec(),
-            whole: Some(v),
-        }
-    } else {
-        NewCore {
-            mine: v,
-            whole: None,
-        }
-    }))
 }
 
 /// `work` in `pool` (its rayon calls use the pool's threads).

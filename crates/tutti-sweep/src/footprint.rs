@@ -14,9 +14,10 @@
 //! - work buffers: the contraction intermediates of one site (two of the largest alive at a
 //!   time, `env x cores` left to right, `S x cores` and this rank's rows of Y right to left)
 //!   and the spares the sweep keeps for the next site (up to four);
-//! - collective buffers: the gathered sketched matrix (`s x d_out d_in chi`) and its QR at
-//!   rank 0, and the projected environment `S` as the allgather stages it (the send copy,
-//!   the received blocks, their concatenation and the previous `S`);
+//! - collective buffers: every rank's columns of the site's environment (the allgather's
+//!   blocks and their concatenation), the gathered sketched matrix (`s x d_out d_in chi`) and
+//!   its QR at rank 0, and the projected environment `S` (this rank's partial sum, reduced in
+//!   place, and the previous `S`);
 //! - the result at rank 0: its cores, bonds at most `s`.
 //!
 //! Environments are what the out-of-core sweep moves to the host or disk tiers (core copies
@@ -104,18 +105,24 @@ pub(crate) fn objects<T: Scalar>(
             intermediate = intermediate.max(sketched).max(projected);
         }
         let row_width = phys[k].saturating_mul(chi);
-        // This rank's rows of Y, and their permuted copy.
-        intermediate = intermediate.max(c.saturating_mul(row_width).saturating_mul(2));
+        // This rank's block of Y (every row, its block of the bond), and its permuted copy.
+        let bond_block = chi.div_ceil(u(devices.max(1)));
+        let y_block = s.saturating_mul(phys[k]).saturating_mul(bond_block);
+        intermediate = intermediate.max(y_block.saturating_mul(2));
         let rank_k = bonds[k];
         let gathered = s.saturating_mul(row_width);
         let qr = rank_k.saturating_mul(row_width);
         let s_env = rank_k.saturating_mul(u(stack.fused_left(k)));
-        // Gathered blocks, their concatenation; the QR's copy, Q^T and the scattered blocks;
-        // the staged, received, concatenated and previous S.
+        // Every rank's columns of the environment, received and concatenated, beside this
+        // rank's S rows; the gathered blocks of Y and their concatenation, the QR's copy, Q^T
+        // and the scattered blocks; this rank's S partial sum, reduced in place, and the
+        // previous S.
+        let env_gathered = s.saturating_mul(u(stack.fused_left(k)));
         let at_site = gathered
             .saturating_mul(2)
             .saturating_add(qr.saturating_mul(3))
-            .max(s_env.saturating_mul(4));
+            .max(s_env.saturating_mul(4))
+            .max(env_gathered.saturating_mul(2).saturating_add(s_env));
         collective = collective.max(at_site);
     }
     let work = intermediate.saturating_mul(2 + SPARES);

@@ -7,12 +7,14 @@ use rand_distr::StandardNormal;
 /// An element type of a tensor train: `f64` or [`Complex64`].
 ///
 /// Everything the sweep needs from a number: arithmetic, conjugation, the `.npy` dtype, the
-/// dense kernels (faer), the collectives (`tutti_backend::Element`), the device's compute
+/// dense kernels (faer), the collectives (`tutti_backend::Element`, and `Summable` for the
+/// reductions), the device's compute
 /// calls and kernels (`BlasScalar`, which also gives `COMPLEX`, `zero` and `one`;
 /// `Permutable`) and Gaussian draws.
 pub trait Scalar:
     faer::traits::ComplexField<Real = f64>
     + tutti_backend::Element
+    + tutti_backend::Summable
     + tutti_backend::BlasScalar
     + tutti_backend::kernel::builtin::Permutable
     + npyz::AutoSerialize

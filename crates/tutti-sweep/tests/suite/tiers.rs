@@ -124,7 +124,7 @@ fn check_every_tier<T: Scalar>(devices: usize, kernels: Kernels) {
 
 #[test]
 fn environments_on_every_tier_give_the_uncapped_bits() {
-    for devices in 1..=3 {
+    for devices in 1..=4 {
         check_every_tier::<f64>(devices, Kernels::Auto);
     }
     check_every_tier::<Complex64>(2, Kernels::Auto);
