@@ -61,6 +61,34 @@ pub fn plummer_bodies(n: usize, seed: u64) -> Bodies {
     (positions, vec![1.0 / n as f64; n])
 }
 
+/// A random MPS of `n` sites, bond `bond`, physical dimension 2, entries uniform in [-1, 1)
+/// scaled so that every core's rows (left bond times physical index) have unit norm on
+/// average: the sweep benchmarks' state, the same on every machine for a seed.
+pub fn random_mps(
+    n: usize,
+    bond: usize,
+    seed: u64,
+) -> Result<tutti_sweep::TensorTrain<f64>, tutti_sweep::SweepError> {
+    let mut draws = SplitMix(seed);
+    let cores = (0..n)
+        .map(|k| {
+            let dims = vec![
+                if k == 0 { 1 } else { bond },
+                2,
+                if k + 1 == n { 1 } else { bond },
+            ];
+            let len: usize = dims.iter().product();
+            // Uniform [-1, 1) has variance 1/3: rows of (left * 2) entries get unit norm.
+            let scale = (3.0 / (len / dims[2]) as f64).sqrt();
+            let data = (0..len)
+                .map(|_| scale * (2.0 * draws.next_unit() - 1.0))
+                .collect();
+            (dims, data)
+        })
+        .collect();
+    tutti_sweep::TensorTrain::from_arrays(tutti_sweep::TrainKind::Mps, cores)
+}
+
 /// The best (smallest) wall time of `repeats` runs of `work`, after one warm-up run.
 pub fn best_time<T>(repeats: usize, mut work: impl FnMut() -> T) -> (Duration, T) {
     let mut result = work();

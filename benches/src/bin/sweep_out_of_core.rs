@@ -18,33 +18,12 @@ use std::process::Command;
 
 use serde_json::{json, Value};
 use tutti_backend::{format_bytes, Resources};
-use tutti_benches::{write_results, SplitMix};
+use tutti_benches::{random_mps, write_results};
 use tutti_plan::{Plan, Tier};
-use tutti_sweep::{heisenberg_xxz, plan, src, Layer, SrcOptions, TensorTrain, TrainKind};
+use tutti_sweep::{heisenberg_xxz, plan, src, Layer, SrcOptions};
 
 const SITES: usize = 32;
 const BOND: usize = 192;
-
-/// A random MPS of `n` sites, bond `bond`, physical dimension 2, rows scaled to unit norm.
-fn random_mps(n: usize, bond: usize, seed: u64) -> Result<TensorTrain<f64>, Box<dyn Error>> {
-    let mut draws = SplitMix(seed);
-    let cores = (0..n)
-        .map(|k| {
-            let dims = vec![
-                if k == 0 { 1 } else { bond },
-                2,
-                if k + 1 == n { 1 } else { bond },
-            ];
-            let len: usize = dims.iter().product();
-            let scale = (3.0 / (len / dims[2]) as f64).sqrt();
-            let data = (0..len)
-                .map(|_| scale * (2.0 * draws.next_unit() - 1.0))
-                .collect();
-            (dims, data)
-        })
-        .collect();
-    Ok(TensorTrain::from_arrays(TrainKind::Mps, cores)?)
-}
 
 /// A field of `/proc/self/status` in bytes (`VmRSS`, `VmHWM`; given there in kB).
 fn status_bytes(field: &str) -> Result<u64, Box<dyn Error>> {

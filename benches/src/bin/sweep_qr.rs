@@ -10,33 +10,11 @@ use std::error::Error;
 
 use serde_json::json;
 use tutti_backend::Resources;
-use tutti_benches::{write_results, SplitMix};
-use tutti_sweep::{distance, heisenberg_xxz, norm, src, Layer, SrcOptions, TensorTrain, TrainKind};
+use tutti_benches::{random_mps, write_results};
+use tutti_sweep::{distance, heisenberg_xxz, norm, src, Layer, SrcOptions};
 
 const SITES: usize = 24;
 const RUNS: usize = 7;
-
-/// A random MPS of `n` sites, bond `bond`, physical dimension 2, rows scaled to unit norm.
-fn random_mps(n: usize, bond: usize, seed: u64) -> Result<TensorTrain<f64>, Box<dyn Error>> {
-    let mut draws = SplitMix(seed);
-    let cores = (0..n)
-        .map(|k| {
-            let dims = vec![
-                if k == 0 { 1 } else { bond },
-                2,
-                if k + 1 == n { 1 } else { bond },
-            ];
-            let len: usize = dims.iter().product();
-            // Uniform [-1, 1) has variance 1/3: rows of (left * 2) entries get unit norm.
-            let scale = (3.0 / (len / dims[2]) as f64).sqrt();
-            let data = (0..len)
-                .map(|_| scale * (2.0 * draws.next_unit() - 1.0))
-                .collect();
-            (dims, data)
-        })
-        .collect();
-    Ok(TensorTrain::from_arrays(TrainKind::Mps, cores)?)
-}
 
 fn main() -> Result<(), Box<dyn Error>> {
     let h = heisenberg_xxz(SITES, 1.0, 0.5, 0.0)?;
