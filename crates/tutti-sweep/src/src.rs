@@ -390,8 +390,12 @@ pub fn src_on<T: Scalar>(
             rank: 0,
             message: "rank 0 returned no result".into(),
         })?;
+    // The result is good: a spill directory that cannot be removed (its files are gone
+    // already) is worth a warning, not the loss of the result.
     if let Some(store) = spill {
-        store.close()?;
+        if let Err(error) = store.close() {
+            log::warn!("tutti-sweep: {error}");
+        }
     }
     let count = |tier| {
         environment_tiers[1..]
@@ -502,8 +506,9 @@ fn plan_on<T: Scalar>(
     }
     let mut objects = crate::footprint::objects(stack, layers, width, ranks);
     let plan = planner.plan(&objects)?;
-    if !environment_tiers(&plan, stack.sites).contains(&Tier::Host)
-        && !environment_tiers(&plan, stack.sites).contains(&Tier::Disk)
+    if environment_tiers(&plan, stack.sites)
+        .iter()
+        .all(|&tier| tier == Tier::Device)
     {
         return Ok(plan);
     }
