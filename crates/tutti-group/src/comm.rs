@@ -23,6 +23,28 @@ pub struct Comm<'a> {
     _one_thread: PhantomData<Cell<()>>,
 }
 
+/// Whether a rank's run was aborted: see [`Comm::abort_probe`].
+#[derive(Clone, Copy)]
+pub struct AbortProbe<'a> {
+    transport: &'a dyn Transport,
+}
+
+impl AbortProbe<'_> {
+    /// Whether another rank of this process failed (or an exchange learned of a failure
+    /// elsewhere): a rank waiting for its process's other ranks should give up.
+    pub fn is_aborted(&self) -> bool {
+        self.transport.is_aborted()
+    }
+}
+
+impl std::fmt::Debug for AbortProbe<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AbortProbe")
+            .field("aborted", &self.is_aborted())
+            .finish()
+    }
+}
+
 fn to_block<T: Element>(data: &[T]) -> Block {
     Block::from(bytemuck::cast_slice::<T, u8>(data))
 }
@@ -85,6 +107,15 @@ impl<'a> Comm<'a> {
     /// This rank's device.
     pub fn device(&self) -> &Device {
         self.device
+    }
+
+    /// A probe of whether the run was aborted, for a rank that waits on the other ranks of
+    /// its process outside a collective (a shared reader): unlike the `Comm` it may be
+    /// handed to the rank's thread pool.
+    pub fn abort_probe(&self) -> AbortProbe<'a> {
+        AbortProbe {
+            transport: self.transport,
+        }
     }
 
     fn check_root(&self, op: &'static str, root: usize) -> Result<(), CommError> {

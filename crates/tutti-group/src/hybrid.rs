@@ -146,6 +146,11 @@ impl<'a> NodeMailbox<'a> {
             .unwrap_or_else(|poison| poison.into_inner())
     }
 
+    /// Whether the session was aborted (a local rank failed, or a failure arrived).
+    pub(crate) fn is_aborted(&self) -> bool {
+        self.lock().aborted
+    }
+
     /// The failure the process-level transport learned of, as (global rank, text).
     pub(crate) fn failure(&self) -> Option<(usize, String)> {
         let (q, text) = self.outer.failure()?;
@@ -536,6 +541,10 @@ impl Transport for NodeEndpoint<'_, '_> {
 
     fn failure(&self) -> Option<(usize, String)> {
         self.mailbox.failure()
+    }
+
+    fn is_aborted(&self) -> bool {
+        self.mailbox.is_aborted()
     }
 }
 

@@ -35,7 +35,7 @@ mod hybrid;
 mod local;
 mod transport;
 
-pub use comm::Comm;
+pub use comm::{AbortProbe, Comm};
 pub use error::{CommError, RunError};
 pub use group::{Group, GroupError};
 pub use transport::{Block, Fabric, Signature, Transport};

@@ -62,6 +62,10 @@ impl LocalMailbox {
             .unwrap_or_else(|poison| poison.into_inner())
     }
 
+    pub(crate) fn is_aborted(&self) -> bool {
+        self.lock().aborted
+    }
+
     pub(crate) fn abort(&self) {
         self.lock().aborted = true;
         self.round_done.notify_all();
@@ -195,6 +199,10 @@ impl Transport for LocalEndpoint<'_> {
 
     fn leave(&self) {
         self.mailbox.leave(self.rank);
+    }
+
+    fn is_aborted(&self) -> bool {
+        self.mailbox.is_aborted()
     }
 }
 

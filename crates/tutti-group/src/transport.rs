@@ -102,6 +102,14 @@ pub trait Transport: Send + Sync {
     fn failure(&self) -> Option<(usize, String)> {
         None
     }
+
+    /// Whether this run has been aborted (a rank of this process failed, or an exchange
+    /// learned of a failure elsewhere). A rank that waits on something other than an
+    /// exchange (another local rank's progress) polls this so that it leaves instead of
+    /// waiting forever. `false` by default: a transport with one local rank never waits so.
+    fn is_aborted(&self) -> bool {
+        false
+    }
 }
 
 /// The ranks of a computation spanning processes (MPI): the ranks of this process are a part

@@ -265,3 +265,46 @@ fn bad_collective_arguments_are_errors_not_hangs() {
 fn an_empty_group_is_refused() {
     assert!(matches!(Group::new(Vec::new()), Err(GroupError::Empty)));
 }
+
+#[test]
+fn a_rank_waiting_outside_a_collective_sees_the_abort_through_its_probe() {
+    for size in 2..=4 {
+        let group = cpu_group(size);
+        let outcome = within_limit(move || {
+            let polls = std::sync::atomic::AtomicUsize::new(0);
+            let outcome = group.run(|comm| {
+                let probe = comm.abort_probe();
+                if comm.rank() == size - 1 {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                    return Err(TaskError::BadInput(comm.rank()));
+                }
+                assert!(!probe.is_aborted(), "not aborted before anyone failed");
+                // A shared reader's wait: no collective, only the probe.
+                while !probe.is_aborted() {
+                    polls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+                Err::<(), _>(TaskError::Comm(CommError::Aborted))
+            });
+            (outcome, polls.into_inner())
+        });
+        let (outcome, polls) = outcome;
+        assert!(polls > 0, "the waiting ranks polled before the failure");
+        match outcome {
+            Err(RunError::Failed { rank, error }) => {
+                assert_eq!(rank, size - 1);
+                assert_eq!(error, TaskError::BadInput(size - 1), "the original error");
+            }
+            other => panic!("expected rank {}'s own error, got {other:?}", size - 1),
+        }
+    }
+}
+
+#[test]
+fn a_group_of_one_is_never_aborted_by_itself() {
+    let group = cpu_group(1);
+    let seen = group
+        .run(|comm| Ok::<_, TaskError>(comm.abort_probe().is_aborted()))
+        .expect("runs");
+    assert_eq!(seen, vec![false]);
+}

@@ -41,12 +41,12 @@ use tutti_plan::{SpillStore, Tier};
 use crate::cholesky_qr::{cholesky_qr, CholeskyQrError, CholeskyQrPath};
 use crate::environments::{Environments, Prefetch};
 use crate::executor::{DeviceExecutor, Executor, HostExecutor};
-use crate::layer::Layer;
 use crate::linalg::qr_q_transposed;
 use crate::memory::try_filled_vec;
+use crate::shared_cores::StackPasses;
 use crate::sketch::{block, sketch_block};
 use crate::src::{Pass, ProgressFn, QrInfo, SweepProgress};
-use crate::stack::{Stack, StackReader};
+use crate::stack::Stack;
 use crate::tensor::{Axis, Buffers, Tensor};
 use crate::train::{Core, CoreShape, TensorTrain, TrainKind};
 use crate::{Scalar, SweepError};
@@ -259,7 +259,7 @@ pub(crate) fn sketch_column<T: Scalar>(
 /// so for it ([`DeviceExecutor`]), else on the host in the rank's pool ([`HostExecutor`]).
 pub(crate) fn sweep_rank<T: Scalar>(
     comm: &Comm<'_>,
-    layers: &[&dyn Layer<T>],
+    passes: &StackPasses<'_, T>,
     job: &SweepJob<'_>,
 ) -> Result<(Option<TensorTrain<T>>, RankReport), SweepError> {
     let pool = comm.device().thread_pool()?;
@@ -267,7 +267,7 @@ pub(crate) fn sweep_rank<T: Scalar>(
         let mut exec = DeviceExecutor {
             device: comm.device().clone(),
         };
-        sweep_rank_with(comm, layers, job, &mut exec)
+        sweep_rank_with(comm, passes, job, &mut exec)
     } else {
         let par = match pool.current_num_threads() {
             0 | 1 => Par::Seq,
@@ -277,7 +277,7 @@ pub(crate) fn sweep_rank<T: Scalar>(
             par,
             buffers: Buffers::default(),
         };
-        sweep_rank_with(comm, layers, job, &mut exec)
+        sweep_rank_with(comm, passes, job, &mut exec)
     }
 }
 
@@ -285,7 +285,7 @@ pub(crate) fn sweep_rank<T: Scalar>(
 /// everything else in the rank's pool.
 fn sweep_rank_with<T: Scalar, E: Executor<T>>(
     comm: &Comm<'_>,
-    layers: &[&dyn Layer<T>],
+    passes: &StackPasses<'_, T>,
     job: &SweepJob<'_>,
     exec: &mut E,
 ) -> Result<(Option<TensorTrain<T>>, RankReport), SweepError> {
@@ -311,11 +311,14 @@ fn sweep_rank_with<T: Scalar, E: Executor<T>>(
         format!("the first sketched environment ({} columns)", columns.len())
     })?;
     let mut current = exec.hold(Tensor::new(first_env, env_dims, env_axes.clone()))?;
-    in_pool(pool, || {
-        let mut reader = StackReader::new(stack, layers, false)?;
-        for site in 0..n - 1 {
-            report(job.progress, rank, Pass::Sketch, site, n);
-            let cores = hold_all(exec, reader.next_site(site)?)?;
+    // The cores come from the pass this process's ranks share, read on the rank's own thread
+    // (it may wait there for the slower ranks), the rest in the rank's pool.
+    let mut reader = passes.forward.join(comm.abort_probe());
+    for site in 0..n - 1 {
+        report(job.progress, rank, Pass::Sketch, site, n);
+        let cores = reader.next_site(site)?;
+        in_pool(pool, || {
+            let cores = hold_all(exec, cores)?;
             let g = sketch_block::<T>(job.seed, site, columns.clone(), stack.phys(site))?;
             let t = env_times_cores(exec, &current, &cores)?;
             let next = exec.apply_sketch(&t, &g, depth)?;
@@ -323,17 +326,19 @@ fn sweep_rank_with<T: Scalar, E: Executor<T>>(
             let done = std::mem::replace(&mut current, next);
             if site == 0 {
                 exec.recycle(done);
+                Ok(())
             } else {
-                envs.put(site, done, exec)?;
+                envs.put(site, done, exec)
             }
-        }
-        envs.put(n - 1, current, exec)
-    })?;
+        })?;
+    }
+    drop(reader);
+    in_pool(pool, || envs.put(n - 1, current, exec))?;
 
     // Right to left, with the spilled environments read back one site ahead by a loader.
     let (train, qr) = std::thread::scope(|scope| {
         let mut prefetch = envs.prefetch(scope)?;
-        right_to_left(comm, layers, job, exec, &mut envs, &mut prefetch)
+        right_to_left(comm, passes, job, exec, &mut envs, &mut prefetch)
     })?;
     let spilled = envs.written();
     Ok((train, RankReport { qr, spilled }))
@@ -344,7 +349,7 @@ fn sweep_rank_with<T: Scalar, E: Executor<T>>(
 /// `envs` (the spilled ones through `prefetch`).
 fn right_to_left<T: Scalar, E: Executor<T>>(
     comm: &Comm<'_>,
-    layers: &[&dyn Layer<T>],
+    passes: &StackPasses<'_, T>,
     job: &SweepJob<'_>,
     exec: &mut E,
     envs: &mut Environments<'_, T, E::Held>,
@@ -376,7 +381,7 @@ fn right_to_left<T: Scalar, E: Executor<T>>(
         left_caps.push(phys_product.min(stack.fused_left(site)));
         phys_product = phys_product.saturating_mul(stack.phys(site));
     }
-    let mut reader = StackReader::new(stack, layers, true)?;
+    let mut reader = passes.reverse.join(comm.abort_probe());
     let mut qr = QrInfo::default();
     for site in (1..n).rev() {
         report(job.progress, rank, Pass::Orthogonalize, site, n);

@@ -8,8 +8,7 @@
 //!   of the layers' left bonds at k)`: each on the tier the plan gives it, device, host or
 //!   disk (spill files), from the left-to-right pass that makes it to the right-to-left pass
 //!   that reads it (environment 0 is dropped once environment 1 exists);
-//! - layer cores: what the layers' streams hold ([`Layer::cores_in_memory`]: an in-memory
-//!   train's stream copies one core at a time, a `.npy` train's loader holds three);
+//! - layer cores: the rank's copy of one site's cores, every layer's;
 //! - sketch vectors: one site's block, `c x (d_out d_in)`;
 //! - work buffers: the contraction intermediates of one site (two of the largest alive at a
 //!   time, `env x cores` left to right, `S x cores` and this rank's rows of Y right to left)
@@ -19,6 +18,13 @@
 //!   its QR at rank 0, and the projected environment `S` (this rank's partial sum, reduced in
 //!   place, and the previous `S`);
 //! - the result at rank 0: its cores, bonds at most `s`.
+//!
+//! Once per process, shared by its ranks ([`crate::shared_cores`]):
+//!
+//! - streamed cores: what the layers' one stream per pass holds
+//!   ([`Layer::cores_in_memory`]: an in-memory train's stream copies one core at a time, a
+//!   `.npy` train's loader holds three) and the sites read and waiting for the slower ranks
+//!   ([`LEAD`] at most).
 //!
 //! Environments are what the out-of-core sweep moves to the host or disk tiers (core copies
 //! may sit on the host tier); the per-site objects must stay on the device. When some
@@ -30,6 +36,7 @@
 use tutti_plan::{ObjectSpec, Tier};
 
 use crate::layer::Layer;
+use crate::shared_cores::LEAD;
 use crate::stack::Stack;
 use crate::Scalar;
 
@@ -64,19 +71,32 @@ pub(crate) fn objects<T: Scalar>(
             .min(u(stack.fused_left(k)));
     }
 
-    let cores = layers.iter().enumerate().fold(0u64, |acc, (l, layer)| {
-        let sizes = stack.shapes[l].iter().map(|shape| {
-            u(shape.left)
-                .saturating_mul(u(shape.d_out))
-                .saturating_mul(u(shape.d_in))
-                .saturating_mul(u(shape.right))
-        });
-        let held = match layer.cores_in_memory() {
-            None => sizes.fold(0u64, u64::saturating_add),
-            Some(count) => u(count).saturating_mul(sizes.max().unwrap_or(0)),
-        };
-        acc.saturating_add(held)
-    });
+    // Per layer: its largest core, and what the process's one stream of it holds.
+    let (cores, streamed) =
+        layers
+            .iter()
+            .enumerate()
+            .fold((0u64, 0u64), |(in_use, streamed), (l, layer)| {
+                let sizes: Vec<u64> = stack.shapes[l]
+                    .iter()
+                    .map(|shape| {
+                        u(shape.left)
+                            .saturating_mul(u(shape.d_out))
+                            .saturating_mul(u(shape.d_in))
+                            .saturating_mul(u(shape.right))
+                    })
+                    .collect();
+                let largest = sizes.iter().copied().max().unwrap_or(0);
+                let held = match layer.cores_in_memory() {
+                    None => sizes.iter().fold(0u64, |a, &b| a.saturating_add(b)),
+                    Some(count) => u(count).saturating_mul(largest),
+                };
+                let waiting = u(LEAD).saturating_mul(largest);
+                (
+                    in_use.saturating_add(largest),
+                    streamed.saturating_add(held).saturating_add(waiting),
+                )
+            });
     let sketch = phys.iter().map(|&p| c.saturating_mul(p)).max().unwrap_or(0);
 
     let mut intermediate = 0u64;
@@ -148,6 +168,9 @@ pub(crate) fn objects<T: Scalar>(
             .first_used_at(0)
             .no_slower_than(Tier::Device),
         ObjectSpec::per_device("layer cores", element, cores)
+            .first_used_at(1)
+            .no_slower_than(Tier::Host),
+        ObjectSpec::shared("streamed cores", element, streamed)
             .first_used_at(1)
             .no_slower_than(Tier::Host),
     ];

@@ -57,6 +57,7 @@ mod memory;
 mod models;
 mod npy_io;
 mod scalar;
+mod shared_cores;
 mod sketch;
 mod src;
 mod stack;

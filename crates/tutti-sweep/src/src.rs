@@ -11,6 +11,7 @@ use tutti_plan::{Budget, Plan, Planner, SpillStore, Tier};
 use crate::distributed::{share_train, sweep_rank, RankReport, SweepJob};
 use crate::exact::{check_chi_cutoff, compress_exact, right_canonicalize, truncate_left_to_right};
 use crate::layer::Layer;
+use crate::shared_cores::StackPasses;
 use crate::stack::Stack;
 use crate::train::TensorTrain;
 use crate::{Scalar, SweepError};
@@ -369,15 +370,17 @@ pub fn src_on<T: Scalar>(
         environment_tiers: &environment_tiers,
         spill: spill.as_ref(),
     };
+    // This process's ranks read the layers once per pass, together.
+    let passes = StackPasses::new(&stack, layers, group.local_ranks().len());
     // A process of a group spanning processes holds one rank: rank 0 shares its train, so
     // that every process returns the result.
     let results = if group.is_spanning() {
         group.run(|comm| {
-            let (train, qr) = sweep_rank(comm, layers, &job)?;
+            let (train, qr) = sweep_rank(comm, &passes, &job)?;
             Ok::<_, SweepError>((Some(share_train(comm, train)?), qr))
         })?
     } else {
-        group.run(|comm| sweep_rank(comm, layers, &job))?
+        group.run(|comm| sweep_rank(comm, &passes, &job))?
     };
     let spilled_bytes = results
         .iter()

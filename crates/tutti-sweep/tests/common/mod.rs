@@ -130,3 +130,21 @@ pub fn same_bits<T: Scalar>(a: &TensorTrain<T>, b: &TensorTrain<T>) -> bool {
             bytemuck::cast_slice::<T, u8>(&x.data) == bytemuck::cast_slice::<T, u8>(&y.data)
         })
 }
+
+/// Runs `test` on a thread and fails if it has not finished within two minutes: a hang
+/// fails the test instead of hanging CI.
+pub fn within_limit<R: Send + 'static>(test: impl FnOnce() -> R + Send + 'static) -> R {
+    let limit = std::time::Duration::from_secs(120);
+    let (done, wait) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        // A panic drops `done`, which the receiver reports below as a failure.
+        let _ = done.send(test());
+    });
+    match wait.recv_timeout(limit) {
+        Ok(value) => value,
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => panic!("the test hung for {limit:?}"),
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+            panic!("the test panicked (see above)")
+        }
+    }
+}

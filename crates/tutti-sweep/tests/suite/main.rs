@@ -15,4 +15,5 @@ mod hardening;
 mod io;
 mod properties;
 mod reference;
+mod shared_reading;
 mod tiers;

@@ -155,8 +155,8 @@ fn a_scratch_limit_too_small_is_refused_before_any_work() {
     assert_eq!(std::fs::read_dir(scratch.path()).unwrap().count(), 0);
 }
 
-/// A layer whose `nth` right-to-left stream (counting every rank's calls) fails or panics:
-/// one rank only, after its left-to-right pass spilled its environments.
+/// A layer whose `nth` right-to-left stream fails or panics: on the rank that opens it for
+/// the others, after every rank's left-to-right pass spilled its environments.
 struct Sabotaged {
     inner: TensorTrain<f64>,
     calls: AtomicUsize,
@@ -193,8 +193,9 @@ fn spill_files_go_after_an_error_or_a_panic_on_one_rank() {
     let (h, psi) = stack::<f64>();
     let options = SrcOptions::new(16).with_seed(3);
     for panics in [false, true] {
-        // The first rank to start its right-to-left pass fails; the other one gets there too
-        // (the left-to-right pass has no collective to be released from).
+        // The right-to-left pass's streams, opened once for both ranks by the first to get
+        // there, fail on that rank; the other one waits for the read and leaves on the abort.
+        // Both have spilled their environments by then.
         let sabotaged = Sabotaged {
             inner: psi.clone(),
             calls: AtomicUsize::new(0),
@@ -214,8 +215,8 @@ fn spill_files_go_after_an_error_or_a_panic_on_one_rank() {
         }
         assert_eq!(
             sabotaged.calls.load(Ordering::SeqCst),
-            2,
-            "both ranks turned"
+            1,
+            "the ranks share one reverse stream"
         );
         assert_eq!(
             std::fs::read_dir(scratch.path()).unwrap().count(),
