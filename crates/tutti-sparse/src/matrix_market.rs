@@ -1,0 +1,1 @@
+//! Matrix Market files (`.mtx`): to be written.

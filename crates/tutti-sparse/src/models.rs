@@ -1,0 +1,1 @@
+//! Model matrices on grids: to be written.

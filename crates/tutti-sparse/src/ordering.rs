@@ -1,0 +1,1 @@
+//! Nested dissection orderings: to be written.
