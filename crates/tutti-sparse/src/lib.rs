@@ -8,6 +8,11 @@
 //! - [`Graph`]: the adjacency of `A + A^T`, what the ordering dissects.
 //! - [`ordering`]: nested dissection, geometric for grids and by level structures for any
 //!   graph, giving a [`SeparatorTree`]: the fill-reducing order and the assembly tree.
+//! - [`Symbolic`]: the analysis of a pattern (fronts, assembly maps, predicted fill and
+//!   flops), made once and shared by every [`Factorization`] of that pattern.
+//! - [`Factorization`]: the multifrontal LU (partial pivoting among each front's fully
+//!   summed rows, static perturbation of tiny pivots), refactorization with new values, and
+//!   solves with iterative refinement for one or many right-hand sides.
 #![deny(missing_docs)]
 
 mod csr;
@@ -15,10 +20,16 @@ mod error;
 mod graph;
 pub mod matrix_market;
 pub mod models;
+mod numeric;
 pub mod ordering;
+mod solve;
+mod symbolic;
 mod tree;
 
 pub use csr::CsrMatrix;
 pub use error::SparseError;
 pub use graph::Graph;
+pub use numeric::{FactorOptions, Factorization};
+pub use solve::{SolveInfo, SolveOptions};
+pub use symbolic::{Statistics, Symbolic};
 pub use tree::{SeparatorTree, TreeNode};

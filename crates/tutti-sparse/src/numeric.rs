@@ -1,0 +1,261 @@
+//! The numeric phase: a multifrontal LU over the assembly tree, one dense front per node.
+//!
+//! Each front (order m = p fully summed + u update unknowns) is assembled from the matrix's
+//! entries and its children's contribution blocks (added in the children's order, so the
+//! sum is the same whichever device computed them), then its p fully summed columns are
+//! eliminated by a blocked right-looking LU with partial pivoting among the p fully summed
+//! rows (the structure stays that of `A + A^T`). A pivot that is still tiny
+//! (`|pivot| <= eps * max|A|`) is replaced by `sqrt(eps) * max|A|` with its sign (a static
+//! perturbation, counted; the solve's iterative refinement corrects for it). What remains of
+//! the trailing block is the front's contribution to its parent.
+
+use std::sync::Arc;
+
+use faer::linalg::matmul::matmul;
+use faer::linalg::triangular_solve::solve_unit_lower_triangular_in_place;
+use faer::reborrow::{Reborrow, ReborrowMut};
+use faer::{Accum, MatMut, MatRef, Par};
+
+use crate::symbolic::{Front, Symbolic};
+use crate::{CsrMatrix, SparseError};
+
+/// Columns eliminated per panel of a front's blocked LU.
+const PANEL: usize = 32;
+
+/// One front's factors.
+#[derive(Clone, Debug)]
+pub(crate) struct FrontFactor {
+    /// At step k, row k was swapped with row `swaps[k]` (both fully summed, `< p`).
+    pub swaps: Vec<usize>,
+    /// Column-major `m x p`: the unit lower L11 below the diagonal and U11 on and above it
+    /// (top `p x p`), then L21 (rows `p..m`).
+    pub lower: Vec<f64>,
+    /// Column-major `p x u`: U12.
+    pub upper: Vec<f64>,
+}
+
+/// Options of the numeric phase.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FactorOptions {
+    /// A pivot at most `tiny * max|A|` in magnitude is perturbed (default `f64::EPSILON`).
+    pub tiny: f64,
+    /// The perturbed pivot's magnitude, relative to `max|A|` (default `sqrt(f64::EPSILON)`).
+    pub perturbation: f64,
+}
+
+impl Default for FactorOptions {
+    fn default() -> Self {
+        Self {
+            tiny: f64::EPSILON,
+            perturbation: f64::EPSILON.sqrt(),
+        }
+    }
+}
+
+/// A numeric factorization `P A Q = L U` (Q the analysis's order, P its row swaps) with the
+/// matrix's values kept for iterative refinement.
+#[derive(Clone, Debug)]
+pub struct Factorization {
+    pub(crate) symbolic: Arc<Symbolic>,
+    pub(crate) fronts: Vec<FrontFactor>,
+    /// The factored matrix's values (on the analysed pattern), for residuals.
+    pub(crate) values: Vec<f64>,
+    pub(crate) perturbed: usize,
+    pub(crate) options: FactorOptions,
+}
+
+impl Factorization {
+    /// Factors `a`, whose pattern `symbolic` analysed.
+    ///
+    /// Errors: a matrix with another pattern ([`SparseError::PatternMismatch`]), a value
+    /// that is not finite.
+    pub fn new(
+        symbolic: Arc<Symbolic>,
+        a: &CsrMatrix,
+        options: FactorOptions,
+    ) -> Result<Self, SparseError> {
+        symbolic.check_pattern(a)?;
+        a.check_finite(a.values())?;
+        let (fronts, perturbed) = factor_fronts(&symbolic, a.values(), a.max_abs(), &options)?;
+        Ok(Self {
+            symbolic,
+            fronts,
+            values: a.values().to_vec(),
+            perturbed,
+            options,
+        })
+    }
+
+    /// Factors the same pattern with new values (the numeric phase only): what an implicit
+    /// integrator does when its step or order changes.
+    ///
+    /// Errors: as [`Factorization::new`]; on error `self` is unchanged.
+    pub fn refactor(&mut self, a: &CsrMatrix) -> Result<(), SparseError> {
+        *self = Self::new(Arc::clone(&self.symbolic), a, self.options)?;
+        Ok(())
+    }
+
+    /// The analysis this factorization uses.
+    pub fn symbolic(&self) -> &Arc<Symbolic> {
+        &self.symbolic
+    }
+
+    /// How many pivots were perturbed.
+    pub fn perturbed_pivots(&self) -> usize {
+        self.perturbed
+    }
+
+    /// The factored matrix, rebuilt from the kept values.
+    pub(crate) fn matrix_values(&self) -> &[f64] {
+        &self.values
+    }
+}
+
+/// Factors every front in postorder (children before parents); returns the factors and the
+/// number of perturbed pivots.
+pub(crate) fn factor_fronts(
+    symbolic: &Symbolic,
+    values: &[f64],
+    max_abs: f64,
+    options: &FactorOptions,
+) -> Result<(Vec<FrontFactor>, usize), SparseError> {
+    let scale = if max_abs > 0.0 { max_abs } else { 1.0 };
+    let tiny = options.tiny * scale;
+    let replacement = options.perturbation * scale;
+    let count = symbolic.fronts.len();
+    let mut contributions: Vec<Option<Vec<f64>>> = vec![None; count];
+    let mut factors = Vec::with_capacity(count);
+    let mut perturbed = 0;
+    for (f, front) in symbolic.fronts.iter().enumerate() {
+        let m = front.order();
+        let size = m.checked_mul(m).ok_or_else(|| SparseError::TooLarge {
+            what: "a front",
+            detail: format!("order {m}"),
+        })?;
+        let mut dense = vec![0.0; size];
+        let entries = &symbolic.entries[symbolic.entry_ptr[f]..symbolic.entry_ptr[f + 1]];
+        for &(p, row, col) in entries {
+            dense[row + col * m] += values[p];
+        }
+        for &c in &front.children {
+            let block = contributions[c].take().ok_or_else(|| {
+                SparseError::invalid(format!("front {c}'s contribution was used twice"))
+            })?;
+            extend_add(&mut dense, m, &block, &symbolic.fronts[c].in_parent);
+        }
+        let (factor, contribution, count) = factor_front(dense, front, tiny, replacement);
+        perturbed += count;
+        contributions[f] = Some(contribution);
+        factors.push(factor);
+    }
+    Ok((factors, perturbed))
+}
+
+/// Adds a child's contribution block (column-major, order `positions.len()`) into the
+/// parent's front (order `m`) at `positions`.
+pub(crate) fn extend_add(front: &mut [f64], m: usize, block: &[f64], positions: &[usize]) {
+    let u = positions.len();
+    for (b, &col) in positions.iter().enumerate() {
+        let source = &block[b * u..(b + 1) * u];
+        let target = &mut front[col * m..(col + 1) * m];
+        for (&value, &row) in source.iter().zip(positions) {
+            target[row] += value;
+        }
+    }
+}
+
+/// Eliminates a front's fully summed unknowns; returns its factors, its contribution block
+/// (column-major `u x u`) and the number of perturbed pivots.
+pub(crate) fn factor_front(
+    mut dense: Vec<f64>,
+    front: &Front,
+    tiny: f64,
+    replacement: f64,
+) -> (FrontFactor, Vec<f64>, usize) {
+    let m = front.order();
+    let p = front.pivots;
+    let mut swaps = Vec::with_capacity(p);
+    let mut perturbed = 0;
+    let mut k0 = 0;
+    while k0 < p {
+        let nb = PANEL.min(p - k0);
+        for k in k0..k0 + nb {
+            let column = k * m;
+            let mut best = k;
+            let mut best_abs = dense[column + k].abs();
+            for r in k + 1..p {
+                let candidate = dense[column + r].abs();
+                if candidate > best_abs {
+                    best = r;
+                    best_abs = candidate;
+                }
+            }
+            swaps.push(best);
+            if best != k {
+                for c in 0..m {
+                    dense.swap(c * m + k, c * m + best);
+                }
+            }
+            let mut pivot = dense[column + k];
+            if pivot.abs() <= tiny {
+                pivot = if pivot.is_sign_negative() {
+                    -replacement
+                } else {
+                    replacement
+                };
+                dense[column + k] = pivot;
+                perturbed += 1;
+            }
+            for r in k + 1..m {
+                dense[column + r] /= pivot;
+            }
+            // The rest of the panel: a rank-1 update of its columns below row k.
+            for c in k + 1..k0 + nb {
+                let u_kc = dense[c * m + k];
+                if u_kc != 0.0 {
+                    for r in k + 1..m {
+                        dense[c * m + r] -= dense[column + r] * u_kc;
+                    }
+                }
+            }
+        }
+        let done = k0 + nb;
+        if done < m {
+            let whole = MatMut::from_column_major_slice_mut(&mut dense, m, m);
+            let (top_left, top_right, bottom_left, bottom_right) = whole.split_at_mut(done, done);
+            // U of the panel's rows right of it: L_panel^{-1} times those rows.
+            let panel_lower = top_left.rb().submatrix(k0, k0, nb, nb);
+            let mut panel_rows = top_right.submatrix_mut(k0, 0, nb, m - done);
+            solve_unit_lower_triangular_in_place(panel_lower, panel_rows.rb_mut(), Par::Seq);
+            // The trailing block minus L (below the panel) times U (right of it).
+            let below: MatRef<'_, f64> = bottom_left.rb().submatrix(0, k0, m - done, nb);
+            matmul(
+                bottom_right,
+                Accum::Add,
+                below,
+                panel_rows.rb(),
+                -1.0,
+                Par::Seq,
+            );
+        }
+        k0 = done;
+    }
+    let u = m - p;
+    let mut lower = Vec::with_capacity(m * p);
+    lower.extend_from_slice(&dense[..m * p]);
+    let mut upper = Vec::with_capacity(p * u);
+    let mut contribution = Vec::with_capacity(u * u);
+    for c in p..m {
+        upper.extend_from_slice(&dense[c * m..c * m + p]);
+        contribution.extend_from_slice(&dense[c * m + p..(c + 1) * m]);
+    }
+    (
+        FrontFactor {
+            swaps,
+            lower,
+            upper,
+        },
+        contribution,
+        perturbed,
+    )
+}
