@@ -2,7 +2,8 @@
 //! one or many right-hand sides, and iterative refinement against the factored matrix.
 
 use crate::csr::check_len;
-use crate::numeric::Factorization;
+use crate::numeric::{Factorization, FrontFactor};
+use crate::symbolic::Symbolic;
 use crate::SparseError;
 
 /// A backward error above this after refinement, with perturbed pivots, means the matrix is
@@ -146,62 +147,100 @@ impl Factorization {
     fn solve_once(&self, b: &mut [f64]) {
         let symbolic = &self.symbolic;
         let order = symbolic.tree.order();
-        let mut y: Vec<f64> = order.iter().map(|&old| b[old]).collect();
-        // Forward: L, up the tree.
-        for (front, factor) in symbolic.fronts.iter().zip(&self.fronts) {
-            let (first, p) = (front.first, front.pivots);
-            let m = front.order();
-            let z = &mut y[first..first + p];
-            for (k, &swap) in factor.swaps.iter().enumerate() {
-                z.swap(k, swap);
-            }
-            for k in 0..p {
-                let zk = z[k];
-                if zk != 0.0 {
-                    let column = &factor.lower[k * m..(k + 1) * m];
-                    for r in k + 1..p {
-                        z[r] -= column[r] * zk;
-                    }
-                }
-            }
-            let z: Vec<f64> = z.to_vec();
-            for (k, &zk) in z.iter().enumerate() {
-                if zk != 0.0 {
-                    let column = &factor.lower[k * m + p..(k + 1) * m];
-                    for (&l, &v) in column.iter().zip(&front.update) {
-                        y[v] -= l * zk;
-                    }
-                }
-            }
+        let permuted: Vec<f64> = order.iter().map(|&old| b[old]).collect();
+        let fronts: Vec<(usize, &FrontFactor)> = self.fronts.iter().enumerate().collect();
+        let mut z = vec![0.0; symbolic.unknowns()];
+        let mut pending: Vec<Option<Vec<f64>>> = vec![None; symbolic.fronts.len()];
+        for &(f, factor) in &fronts {
+            let contribution = forward_front(symbolic, f, factor, &permuted, &mut pending, &mut z);
+            pending[f] = Some(contribution);
         }
-        // Backward: U, down the tree.
-        for (front, factor) in symbolic.fronts.iter().zip(&self.fronts).rev() {
-            let (first, p) = (front.first, front.pivots);
-            let m = front.order();
-            let mut z: Vec<f64> = y[first..first + p].to_vec();
-            for (c, &v) in front.update.iter().enumerate() {
-                let xv = y[v];
-                if xv != 0.0 {
-                    let column = &factor.upper[c * p..(c + 1) * p];
-                    for (zr, &u) in z.iter_mut().zip(column) {
-                        *zr -= u * xv;
-                    }
-                }
-            }
-            for k in (0..p).rev() {
-                let column = &factor.lower[k * m..k * m + p];
-                z[k] /= column[k];
-                let zk = z[k];
-                if zk != 0.0 {
-                    for r in 0..k {
-                        z[r] -= column[r] * zk;
-                    }
-                }
-            }
-            y[first..first + p].copy_from_slice(&z);
+        let mut x = vec![0.0; symbolic.unknowns()];
+        for &(f, factor) in fronts.iter().rev() {
+            backward_front(symbolic, f, factor, &z, &mut x);
         }
         for (new, &old) in order.iter().enumerate() {
-            b[old] = y[new];
+            b[old] = x[new];
         }
     }
+}
+
+/// The forward step of front `f`: its right-hand side assembled from `b` (new numbering)
+/// and its children's contribution vectors (taken from `pending`, added in the children's
+/// order, so the sums do not depend on where the children were solved), then
+/// `z = L11^{-1} P rhs` into `z` (the front's unknowns) and the front's own contribution,
+/// `rhs[p..] - L21 z`, returned for its parent.
+pub(crate) fn forward_front(
+    symbolic: &Symbolic,
+    f: usize,
+    factor: &FrontFactor,
+    b: &[f64],
+    pending: &mut [Option<Vec<f64>>],
+    z: &mut [f64],
+) -> Vec<f64> {
+    let front = &symbolic.fronts[f];
+    let (first, p, m) = (front.first, front.pivots, front.order());
+    let mut rhs = vec![0.0; m];
+    rhs[..p].copy_from_slice(&b[first..first + p]);
+    for &c in &front.children {
+        if let Some(block) = pending[c].take() {
+            for (&value, &position) in block.iter().zip(&symbolic.fronts[c].in_parent) {
+                rhs[position] += value;
+            }
+        }
+    }
+    let (own, rest) = rhs.split_at_mut(p);
+    for (k, &swap) in factor.swaps.iter().enumerate() {
+        own.swap(k, swap);
+    }
+    for k in 0..p {
+        let zk = own[k];
+        if zk != 0.0 {
+            let column = &factor.lower[k * m..(k + 1) * m];
+            for r in k + 1..p {
+                own[r] -= column[r] * zk;
+            }
+            for (target, &l) in rest.iter_mut().zip(&column[p..]) {
+                *target -= l * zk;
+            }
+        }
+    }
+    z[first..first + p].copy_from_slice(own);
+    rhs.drain(..p);
+    rhs
+}
+
+/// The backward step of front `f`: `x = U11^{-1} (z - U12 x_update)` for its unknowns,
+/// from its forward result `z` and the solution at its update unknowns (its ancestors',
+/// already in `x`).
+pub(crate) fn backward_front(
+    symbolic: &Symbolic,
+    f: usize,
+    factor: &FrontFactor,
+    z: &[f64],
+    x: &mut [f64],
+) {
+    let front = &symbolic.fronts[f];
+    let (first, p, m) = (front.first, front.pivots, front.order());
+    let mut own: Vec<f64> = z[first..first + p].to_vec();
+    for (c, &v) in front.update.iter().enumerate() {
+        let xv = x[v];
+        if xv != 0.0 {
+            let column = &factor.upper[c * p..(c + 1) * p];
+            for (target, &u) in own.iter_mut().zip(column) {
+                *target -= u * xv;
+            }
+        }
+    }
+    for k in (0..p).rev() {
+        let column = &factor.lower[k * m..k * m + p];
+        own[k] /= column[k];
+        let xk = own[k];
+        if xk != 0.0 {
+            for r in 0..k {
+                own[r] -= column[r] * xk;
+            }
+        }
+    }
+    x[first..first + p].copy_from_slice(&own);
 }
