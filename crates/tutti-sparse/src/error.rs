@@ -81,6 +81,16 @@ pub enum SparseError {
         /// The error.
         source: std::io::Error,
     },
+    /// The group's ranks could not run the factorization or solve (a rank failed or
+    /// panicked, a collective was aborted).
+    #[error("the group failed: {detail}")]
+    Group {
+        /// What happened.
+        detail: String,
+    },
+    /// A collective failed (another rank failed first, or arguments disagreed).
+    #[error(transparent)]
+    Comm(#[from] tutti_group::CommError),
     /// A size that does not fit in memory arithmetic.
     #[error("{what} is too large ({detail})")]
     TooLarge {

@@ -13,11 +13,16 @@
 //! - [`Factorization`]: the multifrontal LU (partial pivoting among each front's fully
 //!   summed rows, static perturbation of tiny pivots), refactorization with new values, and
 //!   solves with iterative refinement for one or many right-hand sides.
+//! - [`SplitFactorization`], [`factor_on`], [`solve_on`]: one factorization split among the
+//!   ranks of a `tutti_group` group (the model axis): subtrees on their ranks, shared fronts
+//!   by their owners, bitwise the factors and solutions of one rank.
 #![deny(missing_docs)]
 
 mod csr;
+mod distributed;
 mod error;
 mod graph;
+mod mapping;
 pub mod matrix_market;
 pub mod models;
 mod numeric;
@@ -27,6 +32,7 @@ mod symbolic;
 mod tree;
 
 pub use csr::CsrMatrix;
+pub use distributed::{factor_on, solve_on, RankFactors, SplitFactorization};
 pub use error::SparseError;
 pub use graph::Graph;
 pub use numeric::{FactorOptions, Factorization};

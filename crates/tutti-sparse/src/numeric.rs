@@ -119,29 +119,23 @@ pub(crate) fn factor_fronts(
     max_abs: f64,
     options: &FactorOptions,
 ) -> Result<(Vec<FrontFactor>, usize), SparseError> {
-    let scale = if max_abs > 0.0 { max_abs } else { 1.0 };
-    let tiny = options.tiny * scale;
-    let replacement = options.perturbation * scale;
+    let (tiny, replacement) = pivot_thresholds(max_abs, options);
     let count = symbolic.fronts.len();
     let mut contributions: Vec<Option<Vec<f64>>> = vec![None; count];
     let mut factors = Vec::with_capacity(count);
     let mut perturbed = 0;
     for (f, front) in symbolic.fronts.iter().enumerate() {
-        let m = front.order();
-        let size = m.checked_mul(m).ok_or_else(|| SparseError::TooLarge {
-            what: "a front",
-            detail: format!("order {m}"),
-        })?;
-        let mut dense = vec![0.0; size];
-        let entries = &symbolic.entries[symbolic.entry_ptr[f]..symbolic.entry_ptr[f + 1]];
-        for &(p, row, col) in entries {
-            dense[row + col * m] += values[p];
-        }
+        let mut dense = assemble(symbolic, f, values)?;
         for &c in &front.children {
             let block = contributions[c].take().ok_or_else(|| {
                 SparseError::invalid(format!("front {c}'s contribution was used twice"))
             })?;
-            extend_add(&mut dense, m, &block, &symbolic.fronts[c].in_parent);
+            extend_add(
+                &mut dense,
+                front.order(),
+                &block,
+                &symbolic.fronts[c].in_parent,
+            );
         }
         let (factor, contribution, count) = factor_front(dense, front, tiny, replacement);
         perturbed += count;
@@ -149,6 +143,32 @@ pub(crate) fn factor_fronts(
         factors.push(factor);
     }
     Ok((factors, perturbed))
+}
+
+/// The pivot size at or below which a pivot is perturbed, and its replacement's size, for a
+/// matrix whose largest entry is `max_abs`.
+pub(crate) fn pivot_thresholds(max_abs: f64, options: &FactorOptions) -> (f64, f64) {
+    let scale = if max_abs > 0.0 { max_abs } else { 1.0 };
+    (options.tiny * scale, options.perturbation * scale)
+}
+
+/// Front `f` with the matrix's entries in place (`values` on the analysed pattern),
+/// column-major, before its children's contributions are added.
+pub(crate) fn assemble(
+    symbolic: &Symbolic,
+    f: usize,
+    values: &[f64],
+) -> Result<Vec<f64>, SparseError> {
+    let m = symbolic.fronts[f].order();
+    let size = m.checked_mul(m).ok_or_else(|| SparseError::TooLarge {
+        what: "a front",
+        detail: format!("order {m}"),
+    })?;
+    let mut dense = vec![0.0; size];
+    for &(p, row, col) in &symbolic.entries[symbolic.entry_ptr[f]..symbolic.entry_ptr[f + 1]] {
+        dense[row + col * m] += values[p];
+    }
+    Ok(dense)
 }
 
 /// Adds a child's contribution block (column-major, order `positions.len()`) into the

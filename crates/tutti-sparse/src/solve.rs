@@ -46,7 +46,9 @@ impl Factorization {
     /// (`unknowns x rhs`) and receives X. Refines iteratively (see [`SolveOptions`]) when the
     /// first solve's backward error is above the target, keeping the best iterate.
     ///
-    /// Errors: `b` not of length `unknowns * rhs`, or holding a value that is not finite.
+    /// Errors: `b` not of length `unknowns * rhs`, or holding a value that is not finite;
+    /// [`SparseError::NumericallySingular`] when pivots were perturbed and refinement could
+    /// not bring the backward error below 1e-10.
     pub fn solve_in_place(
         &self,
         b: &mut [f64],
@@ -59,88 +61,16 @@ impl Factorization {
             detail: format!("{n} x {rhs}"),
         })?;
         check_len("b", b.len(), len)?;
-        if let Some(k) = b.iter().position(|v| !v.is_finite()) {
-            return Err(SparseError::NonFinite {
-                row: k % n.max(1),
-                col: k / n.max(1),
-                value: b[k],
-            });
-        }
-        let norm_a = self.norm_inf();
-        let mut refinements = 0;
-        let mut worst = 0.0f64;
-        for column in b.chunks_mut(n.max(1)).take(rhs) {
-            let original = column.to_vec();
+        check_finite_rhs(b, n)?;
+        let residual = Residual {
+            indptr: &self.symbolic.indptr,
+            indices: &self.symbolic.indices,
+            values: self.matrix_values(),
+        };
+        refine(b, rhs, n, options, self.perturbed, &residual, |column| {
             self.solve_once(column);
-            let mut residual = vec![0.0; n];
-            let mut error = self.residual(column, &original, norm_a, &mut residual);
-            let mut steps = 0;
-            while error > options.target && steps < options.max_refinements {
-                self.solve_once(&mut residual);
-                let candidate: Vec<f64> =
-                    column.iter().zip(&residual).map(|(x, dx)| x + dx).collect();
-                let mut next_residual = vec![0.0; n];
-                let next = self.residual(&candidate, &original, norm_a, &mut next_residual);
-                steps += 1;
-                // Keep the better iterate; stop once refinement stops helping (or a NaN).
-                if next.is_nan() || next >= error {
-                    break;
-                }
-                column.copy_from_slice(&candidate);
-                residual = next_residual;
-                error = next;
-            }
-            refinements = refinements.max(steps);
-            worst = worst.max(error);
-        }
-        // Perturbed pivots that refinement could not correct: the matrix is singular to
-        // working precision, and X is no solution.
-        if self.perturbed > 0 && !(worst <= SINGULAR_BACKWARD_ERROR) {
-            return Err(SparseError::NumericallySingular {
-                perturbed: self.perturbed,
-                residual: worst,
-            });
-        }
-        Ok(SolveInfo {
-            refinements,
-            backward_error: worst,
+            Ok(())
         })
-    }
-
-    /// `||A||_inf` of the factored matrix.
-    fn norm_inf(&self) -> f64 {
-        let symbolic = &self.symbolic;
-        let values = self.matrix_values();
-        (0..symbolic.unknowns())
-            .map(|i| {
-                values[symbolic.indptr[i]..symbolic.indptr[i + 1]]
-                    .iter()
-                    .map(|v| v.abs())
-                    .sum::<f64>()
-            })
-            .fold(0.0, f64::max)
-    }
-
-    /// Writes `b - A x` into `residual` and returns the backward error of `x`.
-    fn residual(&self, x: &[f64], b: &[f64], norm_a: f64, residual: &mut [f64]) -> f64 {
-        let symbolic = &self.symbolic;
-        let values = self.matrix_values();
-        for (i, r) in residual.iter_mut().enumerate() {
-            let range = symbolic.indptr[i]..symbolic.indptr[i + 1];
-            let ax: f64 = symbolic.indices[range.clone()]
-                .iter()
-                .zip(&values[range])
-                .map(|(&j, &a)| a * x[j])
-                .sum();
-            *r = b[i] - ax;
-        }
-        let norm = |v: &[f64]| v.iter().fold(0.0f64, |m, x| m.max(x.abs()));
-        let denominator = norm_a * norm(x) + norm(b);
-        if denominator == 0.0 {
-            0.0
-        } else {
-            norm(residual) / denominator
-        }
     }
 
     /// One solve with the factors, in place, for one right-hand side (old numbering).
@@ -243,4 +173,108 @@ pub(crate) fn backward_front(
         }
     }
     x[first..first + p].copy_from_slice(&own);
+}
+
+/// Errors on the first right-hand side entry that is not finite (`b` column-major, `n` rows).
+pub(crate) fn check_finite_rhs(b: &[f64], n: usize) -> Result<(), SparseError> {
+    match b.iter().position(|v| !v.is_finite()) {
+        None => Ok(()),
+        Some(k) => Err(SparseError::NonFinite {
+            row: k % n.max(1),
+            col: k / n.max(1),
+            value: b[k],
+        }),
+    }
+}
+
+/// The factored matrix, for residuals: its pattern and values.
+pub(crate) struct Residual<'a> {
+    pub indptr: &'a [usize],
+    pub indices: &'a [usize],
+    pub values: &'a [f64],
+}
+
+impl Residual<'_> {
+    /// `||A||_inf`.
+    fn norm_inf(&self) -> f64 {
+        (0..self.indptr.len().saturating_sub(1))
+            .map(|i| {
+                self.values[self.indptr[i]..self.indptr[i + 1]]
+                    .iter()
+                    .map(|v| v.abs())
+                    .sum::<f64>()
+            })
+            .fold(0.0, f64::max)
+    }
+
+    /// Writes `b - A x` into `residual` and returns the backward error of `x`.
+    fn of(&self, x: &[f64], b: &[f64], norm_a: f64, residual: &mut [f64]) -> f64 {
+        for (i, r) in residual.iter_mut().enumerate() {
+            let range = self.indptr[i]..self.indptr[i + 1];
+            let ax: f64 = self.indices[range.clone()]
+                .iter()
+                .zip(&self.values[range])
+                .map(|(&j, &a)| a * x[j])
+                .sum();
+            *r = b[i] - ax;
+        }
+        let norm = |v: &[f64]| v.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+        let denominator = norm_a * norm(x) + norm(b);
+        if denominator == 0.0 {
+            0.0
+        } else {
+            norm(residual) / denominator
+        }
+    }
+}
+
+/// Solves every column of `b` (`n` rows, `rhs` columns) with `solve_once` and refines it,
+/// keeping the best iterate; the same steps whoever solves (one rank or several).
+pub(crate) fn refine(
+    b: &mut [f64],
+    rhs: usize,
+    n: usize,
+    options: &SolveOptions,
+    perturbed: usize,
+    matrix: &Residual<'_>,
+    mut solve_once: impl FnMut(&mut [f64]) -> Result<(), SparseError>,
+) -> Result<SolveInfo, SparseError> {
+    let norm_a = matrix.norm_inf();
+    let mut refinements = 0;
+    let mut worst = 0.0f64;
+    for column in b.chunks_mut(n.max(1)).take(rhs) {
+        let original = column.to_vec();
+        solve_once(column)?;
+        let mut residual = vec![0.0; n];
+        let mut error = matrix.of(column, &original, norm_a, &mut residual);
+        let mut steps = 0;
+        while error > options.target && steps < options.max_refinements {
+            solve_once(&mut residual)?;
+            let candidate: Vec<f64> = column.iter().zip(&residual).map(|(x, dx)| x + dx).collect();
+            let mut next_residual = vec![0.0; n];
+            let next = matrix.of(&candidate, &original, norm_a, &mut next_residual);
+            steps += 1;
+            // Keep the better iterate; stop once refinement stops helping (or a NaN).
+            if next.is_nan() || next >= error {
+                break;
+            }
+            column.copy_from_slice(&candidate);
+            residual = next_residual;
+            error = next;
+        }
+        refinements = refinements.max(steps);
+        worst = worst.max(error);
+    }
+    // Perturbed pivots that refinement could not correct: the matrix is singular to
+    // working precision, and X is no solution.
+    if perturbed > 0 && (worst.is_nan() || worst > SINGULAR_BACKWARD_ERROR) {
+        return Err(SparseError::NumericallySingular {
+            perturbed,
+            residual: worst,
+        });
+    }
+    Ok(SolveInfo {
+        refinements,
+        backward_error: worst,
+    })
 }

@@ -7,6 +7,9 @@ use std::sync::Arc;
 use faer::Mat;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+mod common;
+
+use common::{path_tree, random_tridiagonal, rhs};
 use tutti_sparse::{
     CsrMatrix, FactorOptions, Factorization, SeparatorTree, SolveOptions, SparseError, Symbolic,
 };
@@ -14,55 +17,6 @@ use tutti_sparse::{
 /// One front holding every unknown: the multifrontal LU is a dense LU.
 fn one_front(n: usize) -> SeparatorTree {
     SeparatorTree::new((0..n).collect(), &[(0, n)], &[None]).unwrap()
-}
-
-/// Nested dissection of the path 0 - 1 - ... - n-1 down to leaves of at most `leaf`
-/// vertices: the middle vertex separates.
-fn path_tree(n: usize, leaf: usize) -> SeparatorTree {
-    fn dissect(
-        range: std::ops::Range<usize>,
-        leaf: usize,
-        order: &mut Vec<usize>,
-        ranges: &mut Vec<(usize, usize)>,
-        parents: &mut Vec<Option<usize>>,
-    ) -> usize {
-        if range.len() <= leaf {
-            let first = order.len();
-            order.extend(range);
-            ranges.push((first, order.len()));
-            parents.push(None);
-            return ranges.len() - 1;
-        }
-        let middle = range.start + range.len() / 2;
-        let left = dissect(range.start..middle, leaf, order, ranges, parents);
-        let right = dissect(middle + 1..range.end, leaf, order, ranges, parents);
-        let first = order.len();
-        order.push(middle);
-        ranges.push((first, first + 1));
-        parents.push(None);
-        let me = ranges.len() - 1;
-        parents[left] = Some(me);
-        parents[right] = Some(me);
-        me
-    }
-    let (mut order, mut ranges, mut parents) = (Vec::new(), Vec::new(), Vec::new());
-    dissect(0..n, leaf, &mut order, &mut ranges, &mut parents);
-    SeparatorTree::new(order, &ranges, &parents).unwrap()
-}
-
-/// A random matrix with the pattern of a path (tridiagonal), unsymmetric values, a
-/// diagonal of random sign and size: pivoting matters inside the fronts.
-fn random_tridiagonal(n: usize, seed: u64) -> CsrMatrix {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut triplets = Vec::new();
-    for i in 0..n {
-        triplets.push((i, i, rng.random_range(-2.0..2.0)));
-        if i + 1 < n {
-            triplets.push((i, i + 1, rng.random_range(-1.0..1.0)));
-            triplets.push((i + 1, i, rng.random_range(-1.0..1.0)));
-        }
-    }
-    CsrMatrix::from_triplets(n, n, &triplets).unwrap()
 }
 
 /// A random dense-ish sparse matrix (density about a third), diagonal present.
@@ -102,11 +56,6 @@ fn dense_solve(a: &CsrMatrix, b: &[f64]) -> Vec<f64> {
 fn factor(a: &CsrMatrix, tree: SeparatorTree) -> Factorization {
     let symbolic = Arc::new(Symbolic::new(a, tree).unwrap());
     Factorization::new(symbolic, a, FactorOptions::default()).unwrap()
-}
-
-fn rhs(n: usize, seed: u64) -> Vec<f64> {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    (0..n).map(|_| rng.random_range(-1.0..1.0)).collect()
 }
 
 fn max_rel_diff(a: &[f64], b: &[f64]) -> f64 {

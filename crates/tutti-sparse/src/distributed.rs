@@ -1,0 +1,355 @@
+//! One factorization split among the ranks of a group (the model axis): each rank factors
+//! its subtrees, then the shared fronts are factored by their owners from the contribution
+//! blocks gathered to them, in postorder. Solves run the same way, forward up the tree and
+//! backward down it. The tree, the order of every sum and the dense kernels (sequential
+//! within a front) do not depend on the number of ranks, so factors and solutions are
+//! bitwise those of one rank.
+
+use std::sync::Arc;
+
+use tutti_group::{Comm, Group, RunError};
+
+use crate::csr::check_len;
+use crate::mapping::Mapping;
+use crate::numeric::{
+    assemble, extend_add, factor_front, pivot_thresholds, FactorOptions, FrontFactor,
+};
+use crate::solve::{backward_front, forward_front, SolveInfo, SolveOptions};
+use crate::symbolic::Symbolic;
+use crate::{CsrMatrix, SparseError};
+
+/// One rank's part of a factorization split among the ranks of a group.
+#[derive(Clone, Debug)]
+pub struct RankFactors {
+    symbolic: Arc<Symbolic>,
+    mapping: Mapping,
+    /// The factors of the fronts this rank owns.
+    fronts: Vec<Option<FrontFactor>>,
+    /// The factored matrix's values, for residuals (every rank holds them).
+    values: Vec<f64>,
+    /// Pivots perturbed over all ranks.
+    perturbed: usize,
+    rank: usize,
+}
+
+impl RankFactors {
+    /// Pivots perturbed, over all ranks.
+    pub fn perturbed_pivots(&self) -> usize {
+        self.perturbed
+    }
+
+    /// Bytes of factors this rank holds.
+    pub fn factor_bytes(&self) -> u64 {
+        self.fronts
+            .iter()
+            .flatten()
+            .map(|f| ((f.lower.len() + f.upper.len()) * std::mem::size_of::<f64>()) as u64)
+            .sum()
+    }
+
+    /// How many fronts this rank factored.
+    pub fn fronts_owned(&self) -> usize {
+        self.fronts.iter().flatten().count()
+    }
+}
+
+/// Factors `a` (the pattern `symbolic` analysed) on this rank of `comm`: every rank of the
+/// group calls this with the same matrix and analysis.
+///
+/// Errors: a matrix of another pattern or with a value that is not finite; a collective's
+/// error (another rank failed).
+pub fn factor_on(
+    comm: &Comm<'_>,
+    symbolic: Arc<Symbolic>,
+    a: &CsrMatrix,
+    options: FactorOptions,
+) -> Result<RankFactors, SparseError> {
+    symbolic.check_pattern(a)?;
+    a.check_finite(a.values())?;
+    let rank = comm.rank();
+    let mapping = Mapping::new(&symbolic, comm.size());
+    let (tiny, replacement) = pivot_thresholds(a.max_abs(), &options);
+    let values = a.values();
+    let count = symbolic.fronts.len();
+    let mut fronts: Vec<Option<FrontFactor>> = vec![None; count];
+    let mut contributions: Vec<Option<Vec<f64>>> = vec![None; count];
+    let mut perturbed = 0usize;
+
+    // This rank's subtrees, without a message.
+    for f in mapping.local_fronts(rank) {
+        let front = &symbolic.fronts[f];
+        let mut dense = assemble(&symbolic, f, values)?;
+        for &c in &front.children {
+            let block = contributions[c].take().ok_or_else(|| missing(c))?;
+            extend_add(
+                &mut dense,
+                front.order(),
+                &block,
+                &symbolic.fronts[c].in_parent,
+            );
+        }
+        let (factor, contribution, count) = factor_front(dense, front, tiny, replacement);
+        perturbed += count;
+        fronts[f] = Some(factor);
+        contributions[f] = Some(contribution);
+    }
+    // The shared fronts, in postorder: the children's blocks gathered to the owner.
+    for f in mapping.shared_fronts() {
+        let front = &symbolic.fronts[f];
+        let owner = mapping.owner[f];
+        let mut send = Vec::new();
+        for &c in &front.children {
+            if mapping.owner[c] == rank {
+                send.extend(contributions[c].take().ok_or_else(|| missing(c))?);
+            }
+        }
+        let gathered = comm.gather(owner, &send)?;
+        if let Some(blocks) = gathered {
+            let mut dense = assemble(&symbolic, f, values)?;
+            let mut read = vec![0usize; comm.size()];
+            for &c in &front.children {
+                let source = mapping.owner[c];
+                let u = symbolic.fronts[c].update.len();
+                let len = u * u;
+                let block = blocks[source]
+                    .get(read[source]..read[source] + len)
+                    .ok_or_else(|| missing(c))?;
+                read[source] += len;
+                extend_add(
+                    &mut dense,
+                    front.order(),
+                    block,
+                    &symbolic.fronts[c].in_parent,
+                );
+            }
+            let (factor, contribution, count) = factor_front(dense, front, tiny, replacement);
+            perturbed += count;
+            fronts[f] = Some(factor);
+            contributions[f] = Some(contribution);
+        }
+    }
+    let mut total = [perturbed as u64];
+    comm.allreduce_sum(&mut total)?;
+    Ok(RankFactors {
+        symbolic,
+        mapping,
+        fronts,
+        values: values.to_vec(),
+        perturbed: usize::try_from(total[0]).unwrap_or(usize::MAX),
+        rank,
+    })
+}
+
+/// Solves `A X = B` with a factorization split among the ranks of `comm`: every rank calls
+/// this with its [`RankFactors`] and the same right-hand sides (`rhs` columns, column-major),
+/// and every rank receives the whole solution. Refines iteratively as
+/// [`crate::Factorization::solve_in_place`] does, with the same bits.
+///
+/// Errors: as [`crate::Factorization::solve_in_place`]; a collective's error.
+pub fn solve_on(
+    comm: &Comm<'_>,
+    factors: &RankFactors,
+    b: &mut [f64],
+    rhs: usize,
+    options: &SolveOptions,
+) -> Result<SolveInfo, SparseError> {
+    let n = factors.symbolic.unknowns();
+    let len = n.checked_mul(rhs).ok_or_else(|| SparseError::TooLarge {
+        what: "the right-hand sides",
+        detail: format!("{n} x {rhs}"),
+    })?;
+    check_len("b", b.len(), len)?;
+    crate::solve::check_finite_rhs(b, n)?;
+    let residual = crate::solve::Residual {
+        indptr: &factors.symbolic.indptr,
+        indices: &factors.symbolic.indices,
+        values: &factors.values,
+    };
+    crate::solve::refine(b, rhs, n, options, factors.perturbed, &residual, |column| {
+        solve_once_on(comm, factors, column)
+    })
+}
+
+/// One distributed solve, in place, for one right-hand side (old numbering).
+fn solve_once_on(comm: &Comm<'_>, factors: &RankFactors, b: &mut [f64]) -> Result<(), SparseError> {
+    let symbolic = &factors.symbolic;
+    let mapping = &factors.mapping;
+    let rank = factors.rank;
+    let order = symbolic.tree.order();
+    let n = symbolic.unknowns();
+    let permuted: Vec<f64> = order.iter().map(|&old| b[old]).collect();
+    let count = symbolic.fronts.len();
+    let factor = |f: usize| factors.fronts[f].as_ref().ok_or_else(|| missing(f));
+    let mut z = vec![0.0; n];
+    let mut pending: Vec<Option<Vec<f64>>> = vec![None; count];
+
+    // Forward: local subtrees, then the shared fronts with their children's vectors
+    // gathered to the owner.
+    for f in mapping.local_fronts(rank) {
+        pending[f] = Some(forward_front(
+            symbolic,
+            f,
+            factor(f)?,
+            &permuted,
+            &mut pending,
+            &mut z,
+        ));
+    }
+    for f in mapping.shared_fronts() {
+        let front = &symbolic.fronts[f];
+        let owner = mapping.owner[f];
+        let mut send = Vec::new();
+        for &c in &front.children {
+            if mapping.owner[c] == rank {
+                send.extend(pending[c].take().ok_or_else(|| missing(c))?);
+            }
+        }
+        if let Some(blocks) = comm.gather(owner, &send)? {
+            let mut read = vec![0usize; comm.size()];
+            for &c in &front.children {
+                let source = mapping.owner[c];
+                let u = symbolic.fronts[c].update.len();
+                let block = blocks[source]
+                    .get(read[source]..read[source] + u)
+                    .ok_or_else(|| missing(c))?;
+                read[source] += u;
+                pending[c] = Some(block.to_vec());
+            }
+            pending[f] = Some(forward_front(
+                symbolic,
+                f,
+                factor(f)?,
+                &permuted,
+                &mut pending,
+                &mut z,
+            ));
+        }
+    }
+
+    // Backward: the shared fronts from the top, each owner's block broadcast to all, then
+    // the local subtrees.
+    let mut x = vec![0.0; n];
+    for f in mapping.shared_fronts().rev() {
+        let front = &symbolic.fronts[f];
+        let owner = mapping.owner[f];
+        if owner == rank {
+            backward_front(symbolic, f, factor(f)?, &z, &mut x);
+        }
+        comm.broadcast_slice(owner, &mut x[front.first..front.first + front.pivots])?;
+    }
+    for f in mapping.local_fronts(rank).rev() {
+        backward_front(symbolic, f, factor(f)?, &z, &mut x);
+    }
+    // Every rank's local unknowns, to every rank.
+    let mine: Vec<f64> = mapping
+        .local_fronts(rank)
+        .flat_map(|f| {
+            let front = &symbolic.fronts[f];
+            x[front.first..front.first + front.pivots].to_vec()
+        })
+        .collect();
+    let all = comm.allgather(&mine)?;
+    for (source, block) in all.iter().enumerate() {
+        let mut read = 0;
+        for f in mapping.local_fronts(source) {
+            let front = &symbolic.fronts[f];
+            let piece = block
+                .get(read..read + front.pivots)
+                .ok_or_else(|| missing(f))?;
+            x[front.first..front.first + front.pivots].copy_from_slice(piece);
+            read += front.pivots;
+        }
+    }
+    for (new, &old) in order.iter().enumerate() {
+        b[old] = x[new];
+    }
+    Ok(())
+}
+
+/// A front's part that should have been there (a mapping at odds with itself).
+fn missing(f: usize) -> SparseError {
+    SparseError::invalid(format!(
+        "front {f}'s data is missing on the rank that needs it"
+    ))
+}
+
+/// A factorization split among the ranks of an in-process [`Group`]: one
+/// [`RankFactors`] per rank, factored and used inside `group.run`.
+#[derive(Clone, Debug)]
+pub struct SplitFactorization {
+    parts: Vec<RankFactors>,
+}
+
+impl SplitFactorization {
+    /// Factors `a` on every rank of `group` (one process's group).
+    ///
+    /// Errors: those of [`factor_on`]; a group spanning processes (use [`factor_on`] inside
+    /// its `run`); a rank's failure or panic.
+    pub fn new(
+        group: &Group,
+        symbolic: Arc<Symbolic>,
+        a: &CsrMatrix,
+        options: FactorOptions,
+    ) -> Result<Self, SparseError> {
+        if group.is_spanning() {
+            return Err(SparseError::invalid(
+                "a group spanning processes keeps its factors inside its run: call factor_on there",
+            ));
+        }
+        let parts = group
+            .run(|comm| factor_on(comm, Arc::clone(&symbolic), a, options))
+            .map_err(run_error)?;
+        Ok(Self { parts })
+    }
+
+    /// Solves with every rank of `group` (the group that factored), in place; see
+    /// [`solve_on`].
+    ///
+    /// Errors: those of [`solve_on`]; a group of another size.
+    pub fn solve_in_place(
+        &self,
+        group: &Group,
+        b: &mut [f64],
+        rhs: usize,
+        options: &SolveOptions,
+    ) -> Result<SolveInfo, SparseError> {
+        if group.size() != self.parts.len() || group.is_spanning() {
+            return Err(SparseError::invalid(format!(
+                "factored on {} ranks, solved on a group of {}",
+                self.parts.len(),
+                group.size()
+            )));
+        }
+        let input = b.to_vec();
+        let mut results = group
+            .run(|comm| {
+                let mut mine = input.clone();
+                let info = solve_on(comm, &self.parts[comm.rank()], &mut mine, rhs, options)?;
+                Ok::<_, SparseError>((mine, info))
+            })
+            .map_err(run_error)?;
+        let (x, info) = results.swap_remove(0);
+        b.copy_from_slice(&x);
+        Ok(info)
+    }
+
+    /// Every rank's part, rank 0 first.
+    pub fn parts(&self) -> &[RankFactors] {
+        &self.parts
+    }
+
+    /// Pivots perturbed, over all ranks.
+    pub fn perturbed_pivots(&self) -> usize {
+        self.parts.first().map_or(0, RankFactors::perturbed_pivots)
+    }
+}
+
+/// A group run's failure as the rank's own error, or a message.
+fn run_error(error: RunError<SparseError>) -> SparseError {
+    match error {
+        RunError::Failed { error, .. } => error,
+        other => SparseError::Group {
+            detail: other.to_string(),
+        },
+    }
+}

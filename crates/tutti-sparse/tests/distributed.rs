@@ -1,0 +1,86 @@
+//! One factorization split among 1-4 ranks gives the bits of one rank, and so do its solves.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::sync::Arc;
+
+use common::{path_tree, random_tridiagonal, rhs};
+use tutti_backend::{GpuUse, Resources};
+use tutti_group::Group;
+use tutti_sparse::{FactorOptions, Factorization, SolveOptions, SplitFactorization, Symbolic};
+
+fn group(ranks: usize) -> Group {
+    Group::from_resources(&Resources::cpu(ranks), GpuUse::HostOnly).unwrap()
+}
+
+#[test]
+fn split_factorizations_solve_with_the_bits_of_one_rank() {
+    let n = 3000;
+    let a = random_tridiagonal(n, 17);
+    let symbolic = Arc::new(Symbolic::new(&a, path_tree(n, 6)).unwrap());
+    let alone = Factorization::new(Arc::clone(&symbolic), &a, FactorOptions::default()).unwrap();
+    let b: Vec<f64> = (0..3).flat_map(|k| rhs(n, 40 + k)).collect();
+    let mut want = b.clone();
+    let info = alone
+        .solve_in_place(&mut want, 3, &SolveOptions::default())
+        .unwrap();
+    assert!(info.backward_error < 1e-14, "{info:?}");
+    let total_bytes: u64 = SplitFactorization::new(
+        &group(1),
+        Arc::clone(&symbolic),
+        &a,
+        FactorOptions::default(),
+    )
+    .unwrap()
+    .parts()[0]
+        .factor_bytes();
+    for ranks in 1..=4 {
+        let group = group(ranks);
+        let split =
+            SplitFactorization::new(&group, Arc::clone(&symbolic), &a, FactorOptions::default())
+                .unwrap();
+        // Every rank factors some fronts, and together they hold the factors once.
+        let parts = split.parts();
+        assert!(parts.iter().all(|p| p.fronts_owned() > 0), "{ranks} ranks");
+        let bytes: u64 = parts.iter().map(|p| p.factor_bytes()).sum();
+        assert_eq!(bytes, total_bytes, "{ranks} ranks");
+        assert_eq!(split.perturbed_pivots(), alone.perturbed_pivots());
+        let mut x = b.clone();
+        let got = split
+            .solve_in_place(&group, &mut x, 3, &SolveOptions::default())
+            .unwrap();
+        assert_eq!(got, info, "{ranks} ranks");
+        assert!(
+            x.iter().zip(&want).all(|(p, q)| p.to_bits() == q.to_bits()),
+            "{ranks} ranks: the solution's bits differ from one rank's"
+        );
+        // A refactorization with new values on the same ranks, likewise.
+        let c = random_tridiagonal(n, 18);
+        let split_c =
+            SplitFactorization::new(&group, Arc::clone(&symbolic), &c, FactorOptions::default())
+                .unwrap();
+        let alone_c =
+            Factorization::new(Arc::clone(&symbolic), &c, FactorOptions::default()).unwrap();
+        let (mut y, mut z) = (rhs(n, 9), rhs(n, 9));
+        split_c
+            .solve_in_place(&group, &mut y, 1, &SolveOptions::default())
+            .unwrap();
+        alone_c
+            .solve_in_place(&mut z, 1, &SolveOptions::default())
+            .unwrap();
+        assert_eq!(y, z, "{ranks} ranks");
+    }
+}
+
+#[test]
+fn a_solve_on_a_group_of_another_size_is_refused() {
+    let n = 50;
+    let a = random_tridiagonal(n, 1);
+    let symbolic = Arc::new(Symbolic::new(&a, path_tree(n, 4)).unwrap());
+    let split = SplitFactorization::new(&group(2), symbolic, &a, FactorOptions::default()).unwrap();
+    let mut b = rhs(n, 2);
+    assert!(split
+        .solve_in_place(&group(3), &mut b, 1, &SolveOptions::default())
+        .is_err());
+}
