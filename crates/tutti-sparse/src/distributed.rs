@@ -7,7 +7,9 @@
 
 use std::sync::Arc;
 
+use tutti_backend::Resources;
 use tutti_group::{Comm, Group, RunError};
+use tutti_plan::Plan;
 
 use crate::csr::check_len;
 use crate::mapping::Mapping;
@@ -278,28 +280,39 @@ fn missing(f: usize) -> SparseError {
 #[derive(Clone, Debug)]
 pub struct SplitFactorization {
     parts: Vec<RankFactors>,
+    plan: Plan,
 }
 
 impl SplitFactorization {
-    /// Factors `a` on every rank of `group` (one process's group).
+    /// Factors `a` on every rank of `group` (one process's group), after checking with
+    /// [`crate::plan`] that each rank's part fits its device within the caps of
+    /// `resources` (refused up front otherwise).
     ///
-    /// Errors: those of [`factor_on`]; a group spanning processes (use [`factor_on`] inside
-    /// its `run`); a rank's failure or panic.
+    /// Errors: [`SparseError::Plan`] when a rank's part does not fit; those of
+    /// [`factor_on`]; a group spanning processes (use [`factor_on`] inside its `run`); a
+    /// rank's failure or panic.
     pub fn new(
         group: &Group,
         symbolic: Arc<Symbolic>,
         a: &CsrMatrix,
         options: FactorOptions,
+        resources: &Resources,
     ) -> Result<Self, SparseError> {
         if group.is_spanning() {
             return Err(SparseError::invalid(
                 "a group spanning processes keeps its factors inside its run: call factor_on there",
             ));
         }
+        let plan = crate::plan(&symbolic, group.size(), group.devices(), resources)?;
         let parts = group
             .run(|comm| factor_on(comm, Arc::clone(&symbolic), a, options))
             .map_err(run_error)?;
-        Ok(Self { parts })
+        Ok(Self { parts, plan })
+    }
+
+    /// The memory plan the factorization was checked against.
+    pub fn plan(&self) -> &Plan {
+        &self.plan
     }
 
     /// Solves with every rank of `group` (the group that factored), in place; see

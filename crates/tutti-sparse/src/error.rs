@@ -88,6 +88,10 @@ pub enum SparseError {
         /// What happened.
         detail: String,
     },
+    /// The memory plan does not fit (the planner's numbers), or the devices' memory could
+    /// not be read.
+    #[error(transparent)]
+    Plan(#[from] tutti_plan::PlanError),
     /// A collective failed (another rank failed first, or arguments disagreed).
     #[error(transparent)]
     Comm(#[from] tutti_group::CommError),

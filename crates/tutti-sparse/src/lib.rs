@@ -21,6 +21,7 @@
 mod csr;
 mod distributed;
 mod error;
+mod footprint;
 mod graph;
 mod mapping;
 pub mod matrix_market;
@@ -34,6 +35,7 @@ mod tree;
 pub use csr::CsrMatrix;
 pub use distributed::{factor_on, solve_on, RankFactors, SplitFactorization};
 pub use error::SparseError;
+pub use footprint::plan;
 pub use graph::Graph;
 pub use numeric::{FactorOptions, Factorization};
 pub use solve::{SolveInfo, SolveOptions};

@@ -31,15 +31,21 @@ fn split_factorizations_solve_with_the_bits_of_one_rank() {
         Arc::clone(&symbolic),
         &a,
         FactorOptions::default(),
+        &Resources::cpu(1),
     )
     .unwrap()
     .parts()[0]
         .factor_bytes();
     for ranks in 1..=4 {
         let group = group(ranks);
-        let split =
-            SplitFactorization::new(&group, Arc::clone(&symbolic), &a, FactorOptions::default())
-                .unwrap();
+        let split = SplitFactorization::new(
+            &group,
+            Arc::clone(&symbolic),
+            &a,
+            FactorOptions::default(),
+            &Resources::cpu(ranks),
+        )
+        .unwrap();
         // Every rank factors some fronts, and together they hold the factors once.
         let parts = split.parts();
         assert!(parts.iter().all(|p| p.fronts_owned() > 0), "{ranks} ranks");
@@ -57,9 +63,14 @@ fn split_factorizations_solve_with_the_bits_of_one_rank() {
         );
         // A refactorization with new values on the same ranks, likewise.
         let c = random_tridiagonal(n, 18);
-        let split_c =
-            SplitFactorization::new(&group, Arc::clone(&symbolic), &c, FactorOptions::default())
-                .unwrap();
+        let split_c = SplitFactorization::new(
+            &group,
+            Arc::clone(&symbolic),
+            &c,
+            FactorOptions::default(),
+            &Resources::cpu(ranks),
+        )
+        .unwrap();
         let alone_c =
             Factorization::new(Arc::clone(&symbolic), &c, FactorOptions::default()).unwrap();
         let (mut y, mut z) = (rhs(n, 9), rhs(n, 9));
@@ -78,9 +89,62 @@ fn a_solve_on_a_group_of_another_size_is_refused() {
     let n = 50;
     let a = random_tridiagonal(n, 1);
     let symbolic = Arc::new(Symbolic::new(&a, path_tree(n, 4)).unwrap());
-    let split = SplitFactorization::new(&group(2), symbolic, &a, FactorOptions::default()).unwrap();
+    let split = SplitFactorization::new(
+        &group(2),
+        symbolic,
+        &a,
+        FactorOptions::default(),
+        &Resources::cpu(2),
+    )
+    .unwrap();
     let mut b = rhs(n, 2);
     assert!(split
         .solve_in_place(&group(3), &mut b, 1, &SolveOptions::default())
         .is_err());
+}
+
+#[test]
+fn a_cap_that_one_device_cannot_hold_is_refused_up_front_and_four_factor_under_it() {
+    let n = 20_000;
+    let a = random_tridiagonal(n, 5);
+    let symbolic = Arc::new(Symbolic::new(&a, path_tree(n, 64)).unwrap());
+    let need = |ranks: usize| {
+        let resources = Resources::cpu(ranks);
+        let devices = resources.select().unwrap();
+        tutti_sparse::plan(&symbolic, ranks, &devices, &resources)
+            .unwrap()
+            .used(tutti_plan::Tier::Device)
+    };
+    let (one, four) = (need(1), need(4));
+    // Per device, four ranks need about a quarter (the largest rank's factors, the solve's
+    // vectors whole on each).
+    assert!(four < one / 2, "one device {one} B, four {four} B");
+    let cap = (one + four) / 2;
+    let capped = |ranks: usize| Resources::cpu(ranks).with_device_memory_cap(cap);
+    let refused = SplitFactorization::new(
+        &group(1),
+        Arc::clone(&symbolic),
+        &a,
+        FactorOptions::default(),
+        &capped(1),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(refused, tutti_sparse::SparseError::Plan(_)),
+        "{refused}"
+    );
+    assert!(refused.to_string().contains("factors"), "{refused}");
+    let split = SplitFactorization::new(
+        &group(4),
+        Arc::clone(&symbolic),
+        &a,
+        FactorOptions::default(),
+        &capped(4),
+    )
+    .unwrap();
+    let mut x = rhs(n, 3);
+    let info = split
+        .solve_in_place(&group(4), &mut x, 1, &SolveOptions::default())
+        .unwrap();
+    assert!(info.backward_error < 1e-14, "{info:?}");
 }
