@@ -86,13 +86,14 @@ impl CsrMatrix {
 
     /// A matrix from `(row, column, value)` triplets in any order, duplicates summed.
     ///
-    /// Errors: an index out of range, a value that is not finite.
+    /// Errors: an index out of range, a value that is not finite, a row count too large to
+    /// allocate its row pointers.
     pub fn from_triplets(
         rows: usize,
         cols: usize,
         triplets: &[(usize, usize, f64)],
     ) -> Result<Self, SparseError> {
-        let mut counts = vec![0usize; rows.saturating_add(1)];
+        let mut counts = zeros(rows, "the row pointers")?;
         for (k, &(i, j, value)) in triplets.iter().enumerate() {
             if i >= rows || j >= cols {
                 return Err(SparseError::invalid(format!(
@@ -132,7 +133,7 @@ impl CsrMatrix {
         values: Vec<f64>,
     ) -> Result<Self, SparseError> {
         // The CSC arrays of A are the CSR arrays of A^T.
-        Ok(Self::try_new(cols, rows, colptr, row_indices, values)?.transpose())
+        Self::try_new(cols, rows, colptr, row_indices, values)?.transpose()
     }
 
     /// Sorted rows with duplicates summed, from arrays already checked.
@@ -267,8 +268,11 @@ impl CsrMatrix {
     }
 
     /// The transpose, with sorted rows.
-    pub fn transpose(&self) -> CsrMatrix {
-        let mut counts = vec![0usize; self.cols + 1];
+    ///
+    /// Errors: [`SparseError::TooLarge`] when the transpose's row pointers (one per column)
+    /// cannot be allocated.
+    pub fn transpose(&self) -> Result<CsrMatrix, SparseError> {
+        let mut counts = zeros(self.cols, "the transpose's row pointers")?;
         for &j in &self.indices {
             counts[j + 1] += 1;
         }
@@ -287,13 +291,13 @@ impl CsrMatrix {
             }
         }
         // Rows of A are visited in order, so every row of A^T is already sorted.
-        CsrMatrix {
+        Ok(CsrMatrix {
             rows: self.cols,
             cols: self.rows,
             indptr: counts,
             indices,
             values,
-        }
+        })
     }
 
     /// The largest absolute row sum, `||A||_inf`.
@@ -307,6 +311,20 @@ impl CsrMatrix {
     pub fn max_abs(&self) -> f64 {
         self.values.iter().fold(0.0, |m, v| m.max(v.abs()))
     }
+}
+
+/// `len + 1` zeros (row pointers), allocated fallibly: a dimension from input too large to
+/// hold is an error, not an abort.
+fn zeros(len: usize, what: &'static str) -> Result<Vec<usize>, SparseError> {
+    let too_large = || SparseError::TooLarge {
+        what,
+        detail: format!("{len} + 1 entries"),
+    };
+    let count = len.checked_add(1).ok_or_else(too_large)?;
+    let mut out = Vec::new();
+    out.try_reserve_exact(count).map_err(|_| too_large())?;
+    out.resize(count, 0);
+    Ok(out)
 }
 
 /// Errors unless `got == expected`.
@@ -345,7 +363,7 @@ mod tests {
         let t =
             CsrMatrix::from_triplets(2, 3, &[(1, 1, 4.0), (0, 2, 1.0), (0, 0, 2.0), (0, 2, 3.0)])?;
         assert_eq!(t, a);
-        assert_eq!(a.transpose().transpose(), a);
+        assert_eq!(a.transpose()?.transpose()?, a);
         let mut y = [0.0; 2];
         a.matvec(&[1.0, 10.0, 100.0], &mut y)?;
         assert_eq!(y, [402.0, 40.0]);

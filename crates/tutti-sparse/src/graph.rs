@@ -24,7 +24,7 @@ impl Graph {
             });
         }
         let n = a.rows();
-        let t = a.transpose();
+        let t = a.transpose()?;
         let mut offsets = Vec::with_capacity(n + 1);
         let mut adjacency = Vec::with_capacity(2 * a.nnz());
         offsets.push(0);

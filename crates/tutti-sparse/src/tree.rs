@@ -22,7 +22,7 @@ pub struct TreeNode {
 impl TreeNode {
     /// The number of unknowns the node eliminates.
     pub fn size(&self) -> usize {
-        self.end - self.first
+        self.end.saturating_sub(self.first)
     }
 }
 
