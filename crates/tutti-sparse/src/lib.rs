@@ -16,8 +16,37 @@
 //! - [`SplitFactorization`], [`factor_on`], [`solve_on`]: one factorization split among the
 //!   ranks of a `tutti_group` group (the model axis): subtrees on their ranks, shared fronts
 //!   by their owners, bitwise the factors and solutions of one rank.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use tutti_backend::{GpuUse, Resources};
+//! use tutti_group::Group;
+//! use tutti_sparse::models::laplacian;
+//! use tutti_sparse::{
+//!     analyse, FactorOptions, Factorization, OrderingMethod, SolveOptions, SplitFactorization,
+//! };
+//!
+//! // A 2-D Laplacian, analysed once (nested dissection), factored, solved.
+//! let a = laplacian(&[32, 32])?;
+//! let symbolic = analyse(&a, &OrderingMethod::default())?;
+//! let lu = Factorization::new(Arc::clone(&symbolic), &a, FactorOptions::default())?;
+//! let b = vec![1.0; a.rows()];
+//! let mut x = b.clone();
+//! let info = lu.solve_in_place(&mut x, 1, &SolveOptions::default())?;
+//! assert!(info.backward_error < 1e-14);
+//!
+//! // The same factorization split among four simulated devices: the same bits.
+//! let resources = Resources::cpu(4);
+//! let group = Group::from_resources(&resources, GpuUse::HostOnly)?;
+//! let split = SplitFactorization::new(&group, symbolic, &a, FactorOptions::default(), &resources)?;
+//! let mut y = b.clone();
+//! split.solve_in_place(&group, &mut y, 1, &SolveOptions::default())?;
+//! assert_eq!(x, y);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 #![deny(missing_docs)]
 
+mod analyse;
 mod csr;
 mod distributed;
 mod error;
@@ -32,6 +61,7 @@ mod solve;
 mod symbolic;
 mod tree;
 
+pub use analyse::{analyse, OrderingMethod};
 pub use csr::CsrMatrix;
 pub use distributed::{factor_on, solve_on, RankFactors, SplitFactorization};
 pub use error::SparseError;
