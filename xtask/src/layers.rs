@@ -2,10 +2,10 @@
 //! `docs/architecture.md`, and every declared dependency is used where it is declared.
 //!
 //! Layers, bottom up: `tutti-backend` < `tutti-group`, `tutti-plan` < the workloads
-//! (`tutti-sweep`, `tutti-fmm`, `tutti-adjoint`, `tutti-fit`) < the entry points (`tutti-capi`,
-//! `tutti-cli`, `tutti-benches`). A crate may depend only on lower layers, never on a crate of
-//! its own layer (no workload on another, group and plan only on backend, no entry point on
-//! another); `xtask` depends on no tutti crate.
+//! (`tutti-sweep`, `tutti-fmm`, `tutti-adjoint`, `tutti-fit`, `tutti-sparse`) < the entry
+//! points (`tutti-capi`, `tutti-cli`, `tutti-benches`). A crate may depend only on lower
+//! layers, never on a crate of its own layer (no workload on another, group and plan only on
+//! backend, no entry point on another); `xtask` depends on no tutti crate.
 //!
 //! A dependency is used when the crate's code names it (`dep_name::`, `use dep_name`,
 //! `extern crate dep_name`, hyphens as underscores, the `package = ...` rename honoured), with
@@ -72,6 +72,7 @@ const LAYERS: &[(&str, Layer)] = &[
     ("tutti-fmm", Layer::Workload),
     ("tutti-adjoint", Layer::Workload),
     ("tutti-fit", Layer::Workload),
+    ("tutti-sparse", Layer::Workload),
     ("tutti-capi", Layer::Entry),
     ("tutti-cli", Layer::Entry),
     ("tutti-benches", Layer::Entry),
