@@ -14,6 +14,7 @@ mod processes;
 mod progress;
 mod report;
 mod resources;
+mod sparse;
 mod sweep;
 
 use std::process::ExitCode;
@@ -67,6 +68,8 @@ enum Command {
     Fit(fit::FitArgs),
     /// Checkpointed campaigns: inspect a ledger.
     Campaign(fit::CampaignArgs),
+    /// Sparse linear systems by a multifrontal LU split among devices.
+    Sparse(sparse::SparseArgs),
 }
 
 fn main() -> ExitCode {
@@ -88,6 +91,9 @@ fn main() -> ExitCode {
             Command::Fit(args) => fit::run(&args, &processes, json),
             Command::Campaign(args) => {
                 alone("tutti campaign").and_then(|()| fit::run_campaign(&args, json))
+            }
+            Command::Sparse(args) => {
+                alone("tutti sparse").and_then(|()| sparse::run(&args, &processes, json))
             }
         }
     });

@@ -76,11 +76,13 @@ pub fn factor_on(
     let mut fronts: Vec<Option<FrontFactor>> = vec![None; count];
     let mut contributions: Vec<Option<Vec<f64>>> = vec![None; count];
     let mut perturbed = 0usize;
+    // One front workspace for the rank, reused from front to front.
+    let mut dense = Vec::new();
 
     // This rank's subtrees, without a message.
     for f in mapping.local_fronts(rank) {
         let front = &symbolic.fronts[f];
-        let mut dense = assemble(&symbolic, f, values)?;
+        assemble(&symbolic, f, values, &mut dense)?;
         for &c in &front.children {
             let block = contributions[c].take().ok_or_else(|| missing(c))?;
             extend_add(
@@ -90,7 +92,7 @@ pub fn factor_on(
                 &symbolic.fronts[c].in_parent,
             );
         }
-        let (factor, contribution, count) = factor_front(dense, front, tiny, replacement);
+        let (factor, contribution, count) = factor_front(&mut dense, front, tiny, replacement);
         perturbed += count;
         fronts[f] = Some(factor);
         contributions[f] = Some(contribution);
@@ -107,7 +109,7 @@ pub fn factor_on(
         }
         let gathered = comm.gather(owner, &send)?;
         if let Some(blocks) = gathered {
-            let mut dense = assemble(&symbolic, f, values)?;
+            assemble(&symbolic, f, values, &mut dense)?;
             let mut read = vec![0usize; comm.size()];
             for &c in &front.children {
                 let source = mapping.owner[c];
@@ -124,7 +126,7 @@ pub fn factor_on(
                     &symbolic.fronts[c].in_parent,
                 );
             }
-            let (factor, contribution, count) = factor_front(dense, front, tiny, replacement);
+            let (factor, contribution, count) = factor_front(&mut dense, front, tiny, replacement);
             perturbed += count;
             fronts[f] = Some(factor);
             contributions[f] = Some(contribution);

@@ -30,6 +30,16 @@ pub enum SparseError {
         /// The value.
         value: f64,
     },
+    /// A right-hand side entry is NaN or infinite.
+    #[error("right-hand side {column}, row {row} is {value}: every entry must be finite")]
+    NonFiniteRightHandSide {
+        /// Row of the entry.
+        row: usize,
+        /// Which right-hand side (0-based column of B).
+        column: usize,
+        /// The value.
+        value: f64,
+    },
     /// Vectors or right-hand sides of the wrong length.
     #[error("{what} has length {got}, expected {expected}")]
     LengthMismatch {

@@ -124,8 +124,9 @@ pub(crate) fn factor_fronts(
     let mut contributions: Vec<Option<Vec<f64>>> = vec![None; count];
     let mut factors = Vec::with_capacity(count);
     let mut perturbed = 0;
+    let mut dense = Vec::new();
     for (f, front) in symbolic.fronts.iter().enumerate() {
-        let mut dense = assemble(symbolic, f, values)?;
+        assemble(symbolic, f, values, &mut dense)?;
         for &c in &front.children {
             let block = contributions[c].take().ok_or_else(|| {
                 SparseError::invalid(format!("front {c}'s contribution was used twice"))
@@ -137,7 +138,7 @@ pub(crate) fn factor_fronts(
                 &symbolic.fronts[c].in_parent,
             );
         }
-        let (factor, contribution, count) = factor_front(dense, front, tiny, replacement);
+        let (factor, contribution, count) = factor_front(&mut dense, front, tiny, replacement);
         perturbed += count;
         contributions[f] = Some(contribution);
         factors.push(factor);
@@ -153,22 +154,26 @@ pub(crate) fn pivot_thresholds(max_abs: f64, options: &FactorOptions) -> (f64, f
 }
 
 /// Front `f` with the matrix's entries in place (`values` on the analysed pattern),
-/// column-major, before its children's contributions are added.
+/// column-major, before its children's contributions are added: written into `dense`, a
+/// workspace reused from front to front (zeroing memory already touched costs no page
+/// faults; a fresh allocation per front had two ranks contending in the kernel).
 pub(crate) fn assemble(
     symbolic: &Symbolic,
     f: usize,
     values: &[f64],
-) -> Result<Vec<f64>, SparseError> {
+    dense: &mut Vec<f64>,
+) -> Result<(), SparseError> {
     let m = symbolic.fronts[f].order();
     let size = m.checked_mul(m).ok_or_else(|| SparseError::TooLarge {
         what: "a front",
         detail: format!("order {m}"),
     })?;
-    let mut dense = vec![0.0; size];
+    dense.clear();
+    dense.resize(size, 0.0);
     for &(p, row, col) in &symbolic.entries[symbolic.entry_ptr[f]..symbolic.entry_ptr[f + 1]] {
         dense[row + col * m] += values[p];
     }
-    Ok(dense)
+    Ok(())
 }
 
 /// Adds a child's contribution block (column-major, order `positions.len()`) into the
@@ -187,7 +192,7 @@ pub(crate) fn extend_add(front: &mut [f64], m: usize, block: &[f64], positions: 
 /// Eliminates a front's fully summed unknowns; returns its factors, its contribution block
 /// (column-major `u x u`) and the number of perturbed pivots.
 pub(crate) fn factor_front(
-    mut dense: Vec<f64>,
+    dense: &mut [f64],
     front: &Front,
     tiny: f64,
     replacement: f64,
@@ -241,7 +246,7 @@ pub(crate) fn factor_front(
         }
         let done = k0 + nb;
         if done < m {
-            let whole = MatMut::from_column_major_slice_mut(&mut dense, m, m);
+            let whole = MatMut::from_column_major_slice_mut(&mut *dense, m, m);
             let (top_left, top_right, bottom_left, bottom_right) = whole.split_at_mut(done, done);
             // U of the panel's rows right of it: L_panel^{-1} times those rows.
             let panel_lower = top_left.rb().submatrix(k0, k0, nb, nb);

@@ -179,9 +179,9 @@ pub(crate) fn backward_front(
 pub(crate) fn check_finite_rhs(b: &[f64], n: usize) -> Result<(), SparseError> {
     match b.iter().position(|v| !v.is_finite()) {
         None => Ok(()),
-        Some(k) => Err(SparseError::NonFinite {
+        Some(k) => Err(SparseError::NonFiniteRightHandSide {
             row: k % n.max(1),
-            col: k / n.max(1),
+            column: k / n.max(1),
             value: b[k],
         }),
     }

@@ -218,7 +218,11 @@ fn bad_inputs_are_clear_errors() {
     nan[4] = f64::NAN;
     assert!(matches!(
         lu.solve_in_place(&mut nan, 1, &SolveOptions::default()),
-        Err(SparseError::NonFinite { row: 4, .. })
+        Err(SparseError::NonFiniteRightHandSide {
+            row: 4,
+            column: 0,
+            ..
+        })
     ));
     // An empty row is structurally singular; a non-square matrix is refused.
     let empty = CsrMatrix::from_triplets(3, 3, &[(0, 0, 1.0), (2, 2, 1.0), (2, 1, 1.0)]).unwrap();

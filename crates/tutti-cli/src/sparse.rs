@@ -1,0 +1,998 @@
+//! `tutti sparse`: solve a sparse linear system by a multifrontal LU split among devices
+//! (`solve`), or print what its analysis predicts (`info`).
+
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use clap::{ArgGroup, Args, Subcommand, ValueEnum};
+use npyz::WriterBuilder;
+use serde_json::{json, Value};
+use tutti_backend::{format_bytes, GpuUse, Resources};
+use tutti_plan::files::AtomicFile;
+use tutti_plan::Tier;
+use tutti_sparse::ordering::{grid_dissection, nested_dissection, Grid, OrderingOptions};
+use tutti_sparse::{
+    analyse, matrix_market, models, CsrMatrix, FactorOptions, Factorization, Graph, OrderingMethod,
+    SolveInfo, SolveOptions, SparseError, SplitFactorization, Symbolic,
+};
+
+use crate::failure::Failure;
+use crate::processes::Processes;
+use crate::report::{device_kind, print_json};
+use crate::resources::DeviceArgs;
+
+/// The sparse solver has no GPU kernels: `--kind auto` opens simulated devices.
+const GPU_USE: GpuUse = GpuUse::HostOnly;
+
+/// The device counts `tutti sparse info` plans for.
+const INFO_DEVICE_COUNTS: [usize; 3] = [1, 2, 4];
+
+/// The longest `.npy` header read: numpy's own reader refuses longer ones by default.
+const MAX_NPY_HEADER: u64 = 10_000;
+
+/// Options of `tutti sparse`.
+#[derive(Args)]
+pub struct SparseArgs {
+    #[command(subcommand)]
+    command: SparseCommand,
+}
+
+#[derive(Subcommand)]
+enum SparseCommand {
+    /// Solve A X = B by a multifrontal LU, split among the devices, with iterative
+    /// refinement; B is A * ones unless `--rhs` gives it.
+    Solve(SolveArgs),
+    /// Order and analyse A without factoring it: fill, flops, and the memory per device on
+    /// 1, 2 and 4 devices.
+    Info(InfoArgs),
+}
+
+/// The built-in model matrices (tutti_sparse::models), on a grid of `--dims` points.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum ModelArg {
+    /// The negative Laplacian (3-, 5- or 7-point stencil, Dirichlet boundaries): symmetric
+    /// positive definite.
+    Laplacian,
+    /// -Δu + peclet ∂u/∂x with upwind convection: unsymmetric.
+    ConvectionDiffusion,
+    /// shift I - J with `--species` coupled species per point: unsymmetric in values.
+    ReactionDiffusion,
+}
+
+impl ModelArg {
+    /// The name as written on the command line.
+    fn name(self) -> &'static str {
+        match self {
+            Self::Laplacian => "laplacian",
+            Self::ConvectionDiffusion => "convection-diffusion",
+            Self::ReactionDiffusion => "reaction-diffusion",
+        }
+    }
+}
+
+/// Values of `--ordering`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum OrderingArg {
+    /// `grid` for a built-in model, `nd` for a matrix file.
+    Auto,
+    /// Nested dissection of the graph of A + A^T (any matrix).
+    Nd,
+    /// Geometric nested dissection of the model's grid (built-in models only).
+    Grid,
+}
+
+/// The matrix (a file or a built-in model) and its ordering: the options `solve` and `info`
+/// share.
+#[derive(Args, Clone, Debug)]
+#[command(group(ArgGroup::new("source").required(true).args(["matrix", "model"])))]
+struct MatrixArgs {
+    /// The matrix, a Matrix Market file (coordinate; real, integer or pattern; general,
+    /// symmetric or skew-symmetric).
+    #[arg(long, value_name = "A.mtx")]
+    matrix: Option<PathBuf>,
+    /// A built-in model matrix instead of a file, on the grid of `--dims`.
+    #[arg(long, value_enum, value_name = "MODEL", requires = "dims")]
+    model: Option<ModelArg>,
+    /// The model's grid: 1 to 3 sizes, comma-separated (`64,64` or `32,32,32`).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "NX,NY[,NZ]",
+        requires = "model"
+    )]
+    dims: Option<Vec<usize>>,
+    /// Coupled species per grid point of `--model reaction-diffusion` (default 2).
+    #[arg(long, value_name = "B")]
+    species: Option<usize>,
+    /// The Péclet number of `--model convection-diffusion` (default 10).
+    #[arg(long, value_name = "X", allow_negative_numbers = true)]
+    peclet: Option<f64>,
+    /// The shift of `--model reaction-diffusion`, > -1 for a regular matrix (default 1).
+    #[arg(long, value_name = "S", allow_negative_numbers = true)]
+    shift: Option<f64>,
+    /// The fill-reducing ordering: `grid` (geometric, built-in models only), `nd` (nested
+    /// dissection of the matrix's graph), or `auto` (`grid` for a model, else `nd`).
+    #[arg(long, value_enum, default_value_t = OrderingArg::Auto)]
+    ordering: OrderingArg,
+    /// Parts of at most this many unknowns are not dissected further (one dense front).
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    leaf_size: usize,
+    /// Unknowns per point that nested dissection keeps together (default: the model's
+    /// species, 1 for a file); the number of unknowns must be a multiple of it.
+    #[arg(long, value_name = "B")]
+    block: Option<usize>,
+}
+
+/// Options of `tutti sparse solve`.
+#[derive(Args)]
+struct SolveArgs {
+    #[command(flatten)]
+    matrix: MatrixArgs,
+    /// The right-hand side: a float64 .npy vector of length n, or an (n, k) C-order array
+    /// for k right-hand sides (default: one, A * ones, and the error against x = 1 is
+    /// reported).
+    #[arg(long, value_name = "b.npy")]
+    rhs: Option<PathBuf>,
+    /// Where to write the solution: a float64 .npy of the right-hand side's shape, written
+    /// atomically.
+    #[arg(long, value_name = "x.npy")]
+    out: Option<PathBuf>,
+    /// Print the memory plan (each device's fronts and contribution blocks, factors and
+    /// solve vectors) and exit without factoring; refused with the numbers when it does not
+    /// fit the devices and caps.
+    #[arg(long)]
+    plan: bool,
+    /// The devices: one rank each, the assembly tree's subtrees split among them.
+    #[command(flatten)]
+    devices: DeviceArgs,
+}
+
+/// Options of `tutti sparse info`.
+#[derive(Args)]
+struct InfoArgs {
+    #[command(flatten)]
+    matrix: MatrixArgs,
+}
+
+pub fn run(args: &SparseArgs, processes: &Processes, json: bool) -> Result<(), Failure> {
+    match &args.command {
+        SparseCommand::Solve(solve) => run_solve(solve, processes, json),
+        SparseCommand::Info(info) => run_info(info, json),
+    }
+}
+
+/// Sparse-solver errors by kind (docs/cli.md): a matrix, ordering or right-hand side that
+/// cannot be used (malformed, not square, structurally singular, of the wrong size) is
+/// input, and so is a plan that does not fit; a numerically singular matrix, found only by
+/// factoring and solving, and a failure among the ranks are computation failures.
+impl From<SparseError> for Failure {
+    fn from(error: SparseError) -> Self {
+        match error {
+            SparseError::Plan(error) => Failure::from(error).context("memory plan"),
+            SparseError::InvalidMatrix { .. }
+            | SparseError::NotSquare { .. }
+            | SparseError::NonFinite { .. }
+            | SparseError::NonFiniteRightHandSide { .. }
+            | SparseError::LengthMismatch { .. }
+            | SparseError::PatternMismatch { .. }
+            | SparseError::StructurallySingular { .. }
+            | SparseError::MatrixMarket { .. }
+            | SparseError::Io { .. }
+            | SparseError::TooLarge { .. } => Failure::input(error.to_string()),
+            other => Failure::computation(other.to_string()),
+        }
+    }
+}
+
+/// How the matrix is ordered, resolved from `--ordering`, `--block` and the source.
+#[derive(Clone, Debug)]
+enum Ordering {
+    /// Geometric dissection of the model's grid, `block` unknowns per point.
+    Grid { dims: Vec<usize>, block: usize },
+    /// Nested dissection of the graph, points of `block` unknowns.
+    NestedDissection { block: usize },
+}
+
+impl Ordering {
+    /// The name reported (`--ordering`'s value).
+    fn name(&self) -> &'static str {
+        match self {
+            Self::Grid { .. } => "grid",
+            Self::NestedDissection { .. } => "nd",
+        }
+    }
+
+    fn block(&self) -> usize {
+        match self {
+            Self::Grid { block, .. } | Self::NestedDissection { block } => *block,
+        }
+    }
+}
+
+/// Where the matrix comes from, with every model parameter resolved.
+#[derive(Clone, Debug)]
+enum Source {
+    File(PathBuf),
+    Model {
+        model: ModelArg,
+        dims: Vec<usize>,
+        species: usize,
+        peclet: f64,
+        shift: f64,
+    },
+}
+
+/// The matrix options checked and resolved, before any work.
+#[derive(Clone, Debug)]
+struct Problem {
+    source: Source,
+    ordering: Ordering,
+    leaf_size: usize,
+}
+
+impl Problem {
+    /// Checks the options that clap cannot: sizes of 0, model parameters given to a model
+    /// without them, `--ordering grid` of a file, `--block` with the grid ordering.
+    fn resolve(args: &MatrixArgs) -> Result<Self, Failure> {
+        for (flag, value) in [
+            ("--leaf-size", Some(args.leaf_size)),
+            ("--block", args.block),
+        ] {
+            if value == Some(0) {
+                return Err(Failure::input(format!(
+                    "`{flag}` must be at least 1, got 0"
+                )));
+            }
+        }
+        let allowed: &[&str] = match args.model {
+            Some(ModelArg::ConvectionDiffusion) => &["--peclet"],
+            Some(ModelArg::ReactionDiffusion) => &["--species", "--shift"],
+            Some(ModelArg::Laplacian) | None => &[],
+        };
+        for (flag, given) in [
+            ("--species", args.species.is_some()),
+            ("--peclet", args.peclet.is_some()),
+            ("--shift", args.shift.is_some()),
+        ] {
+            if given && !allowed.contains(&flag) {
+                return Err(Failure::input(match args.model {
+                    Some(model) => {
+                        format!("`{flag}` does not apply to `--model {}`", model.name())
+                    }
+                    None => format!(
+                        "`{flag}` sets a parameter of a built-in `--model`, not of a matrix file"
+                    ),
+                }));
+            }
+        }
+        let source = match (&args.matrix, args.model) {
+            (Some(path), None) => Source::File(path.clone()),
+            (None, Some(model)) => Source::Model {
+                model,
+                dims: args.dims.clone().unwrap_or_default(),
+                species: match model {
+                    ModelArg::ReactionDiffusion => args.species.unwrap_or(2),
+                    _ => 1,
+                },
+                peclet: args.peclet.unwrap_or(10.0),
+                shift: args.shift.unwrap_or(1.0),
+            },
+            // clap's group requires exactly one of them.
+            _ => {
+                return Err(Failure::input(
+                    "give the matrix as exactly one of `--matrix A.mtx` and `--model NAME`",
+                ))
+            }
+        };
+        let ordering = match (&source, args.ordering) {
+            (Source::Model { dims, species, .. }, OrderingArg::Auto | OrderingArg::Grid) => {
+                if args.block.is_some() {
+                    return Err(Failure::input(format!(
+                        "`--block` sets the points of `--ordering nd`; the grid ordering keeps \
+                         each point's {species} unknown(s) together already"
+                    )));
+                }
+                Ordering::Grid {
+                    dims: dims.clone(),
+                    block: *species,
+                }
+            }
+            (Source::File(_), OrderingArg::Grid) => {
+                return Err(Failure::input(
+                    "`--ordering grid` needs a built-in `--model` (a matrix file has no grid); \
+                     use `--ordering nd`",
+                ))
+            }
+            (Source::Model { species, .. }, OrderingArg::Nd) => Ordering::NestedDissection {
+                block: args.block.unwrap_or(*species),
+            },
+            (Source::File(_), OrderingArg::Auto | OrderingArg::Nd) => Ordering::NestedDissection {
+                block: args.block.unwrap_or(1),
+            },
+        };
+        Ok(Self {
+            source,
+            ordering,
+            leaf_size: args.leaf_size,
+        })
+    }
+
+    /// The matrix: read from its file or built.
+    fn matrix(&self) -> Result<CsrMatrix, Failure> {
+        match &self.source {
+            Source::File(path) => Ok(matrix_market::read(path)?),
+            Source::Model {
+                model,
+                dims,
+                species,
+                peclet,
+                shift,
+            } => {
+                let built = match model {
+                    ModelArg::Laplacian => models::laplacian(dims),
+                    ModelArg::ConvectionDiffusion => models::convection_diffusion(dims, *peclet),
+                    ModelArg::ReactionDiffusion => {
+                        models::reaction_diffusion(dims, *species, *shift)
+                    }
+                };
+                // The models report bad arguments as an invalid matrix: name the flag instead.
+                built.map_err(|error| match error {
+                    SparseError::InvalidMatrix { detail } => {
+                        Failure::input(format!("`--model {}`: {detail}", model.name()))
+                    }
+                    other => {
+                        Failure::from(other).context(format_args!("`--model {}`", model.name()))
+                    }
+                })
+            }
+        }
+    }
+
+    /// What the matrix is, for the text report.
+    fn describe(&self) -> String {
+        match &self.source {
+            Source::File(path) => path.display().to_string(),
+            Source::Model {
+                model,
+                dims,
+                species,
+                peclet,
+                shift,
+            } => {
+                let grid: Vec<String> = dims.iter().map(usize::to_string).collect();
+                let grid = grid.join("x");
+                match model {
+                    ModelArg::Laplacian => format!("laplacian on {grid}"),
+                    ModelArg::ConvectionDiffusion => {
+                        format!("convection-diffusion on {grid}, peclet {peclet}")
+                    }
+                    ModelArg::ReactionDiffusion => {
+                        format!("reaction-diffusion on {grid}, {species} species, shift {shift}")
+                    }
+                }
+            }
+        }
+    }
+
+    /// The `inputs` of `--json` for these options (defaults filled in, `null` where they do
+    /// not apply).
+    fn to_json(&self) -> Value {
+        let (matrix, model) = match &self.source {
+            Source::File(path) => (json!(path), Value::Null),
+            Source::Model {
+                model,
+                dims,
+                species,
+                peclet,
+                shift,
+            } => (
+                Value::Null,
+                json!({
+                    "name": model.name(),
+                    "dims": dims,
+                    "species": species,
+                    "peclet": (*model == ModelArg::ConvectionDiffusion).then_some(*peclet),
+                    "shift": (*model == ModelArg::ReactionDiffusion).then_some(*shift),
+                }),
+            ),
+        };
+        json!({
+            "matrix": matrix,
+            "model": model,
+            "ordering": self.ordering.name(),
+            "leaf_size": self.leaf_size,
+            "block": self.ordering.block(),
+        })
+    }
+}
+
+/// A matrix and its analysis, with what each step took.
+struct Analysed {
+    a: CsrMatrix,
+    symbolic: Arc<Symbolic>,
+    /// Seconds to read or build the matrix, to order it, and to analyse its pattern.
+    matrix_seconds: f64,
+    ordering_seconds: f64,
+    symbolic_seconds: f64,
+}
+
+/// Reads or builds the matrix, orders it and analyses its pattern.
+fn analyse_problem(problem: &Problem) -> Result<Analysed, Failure> {
+    let started = Instant::now();
+    log::info!("matrix: {}", problem.describe());
+    let a = problem.matrix()?;
+    if a.rows() != a.cols() {
+        return Err(SparseError::NotSquare {
+            rows: a.rows(),
+            cols: a.cols(),
+        }
+        .into());
+    }
+    let matrix_seconds = started.elapsed().as_secs_f64();
+    let ordered = Instant::now();
+    log::info!(
+        "ordering {} unknowns ({})",
+        a.rows(),
+        problem.ordering.name()
+    );
+    let ordering_failure = |error: SparseError| match error {
+        // The orderings report a bad block or grid as an invalid matrix: name the option.
+        SparseError::InvalidMatrix { detail } => Failure::input(format!(
+            "`--ordering {}`: {detail}",
+            problem.ordering.name()
+        )),
+        other => Failure::from(other),
+    };
+    let tree = match &problem.ordering {
+        Ordering::Grid { dims, block } => grid_dissection(
+            &Grid {
+                dims: dims.clone(),
+                periodic: vec![false; dims.len()],
+                block: *block,
+            },
+            problem.leaf_size,
+        ),
+        Ordering::NestedDissection { block } => nested_dissection(
+            &Graph::of_matrix(&a)?,
+            &OrderingOptions {
+                leaf_size: problem.leaf_size,
+                block: *block,
+            },
+        ),
+    }
+    .map_err(ordering_failure)?;
+    let ordering_seconds = ordered.elapsed().as_secs_f64();
+    let analysed = Instant::now();
+    let symbolic = analyse(&a, &OrderingMethod::Given(tree))?;
+    Ok(Analysed {
+        a,
+        symbolic,
+        matrix_seconds,
+        ordering_seconds,
+        symbolic_seconds: analysed.elapsed().as_secs_f64(),
+    })
+}
+
+/// The analysis's statistics as `--json` fields.
+fn statistics_json(symbolic: &Symbolic) -> Value {
+    let s = symbolic.statistics();
+    json!({
+        "unknowns": s.unknowns,
+        "nnz": s.matrix_nnz,
+        "fronts": s.fronts,
+        "largest_front": s.largest_front,
+        "largest_contribution": s.largest_contribution,
+        "factor_nnz": s.factor_nnz,
+        "factor_flops": s.factor_flops,
+        "solve_flops": s.solve_flops,
+    })
+}
+
+/// Adds the entries of `extra` (an object) to `fields` (an object).
+fn merge(mut fields: Value, extra: Value) -> Value {
+    if let (Value::Object(fields), Value::Object(extra)) = (&mut fields, extra) {
+        fields.extend(extra);
+    }
+    fields
+}
+
+fn run_info(args: &InfoArgs, json: bool) -> Result<(), Failure> {
+    let started = Instant::now();
+    let problem = Problem::resolve(&args.matrix)?;
+    let analysed = analyse_problem(&problem)?;
+    let symbolic = &analysed.symbolic;
+    // The per-device memory on P simulated devices: the plan's device tier, or its refusal
+    // where P devices of this node could not hold it.
+    let mut per_device = Vec::new();
+    for count in INFO_DEVICE_COUNTS {
+        let resources = Resources::cpu(count);
+        let devices = resources.select_for(GPU_USE)?;
+        per_device.push(
+            match tutti_sparse::plan(symbolic, count, &devices, &resources) {
+                Ok(plan) => (count, Ok(plan.used(Tier::Device))),
+                Err(SparseError::Plan(refusal)) => (count, Err(refusal.to_string())),
+                Err(other) => return Err(other.into()),
+            },
+        );
+    }
+    let s = symbolic.statistics();
+    if json {
+        let memory: Vec<Value> = per_device
+            .iter()
+            .map(|(count, bytes)| match bytes {
+                Ok(bytes) => json!({ "devices": count, "device_bytes": bytes, "refused": null }),
+                Err(refusal) => {
+                    json!({ "devices": count, "device_bytes": null, "refused": refusal })
+                }
+            })
+            .collect();
+        let fields = json!({
+            "inputs": problem.to_json(),
+            "ordering": problem.ordering.name(),
+            "memory_per_device": memory,
+            "timings": {
+                "matrix": analysed.matrix_seconds,
+                "ordering": analysed.ordering_seconds,
+                "symbolic": analysed.symbolic_seconds,
+            },
+        });
+        print_json(
+            "sparse info",
+            started,
+            merge(fields, statistics_json(symbolic)),
+        );
+        return Ok(());
+    }
+    println!(
+        "sparse info: {} ({} unknowns, {} entries)",
+        problem.describe(),
+        s.unknowns,
+        s.matrix_nnz
+    );
+    println!(
+        "ordering: {} ({:.3} s), symbolic analysis {:.3} s",
+        problem.ordering.name(),
+        analysed.ordering_seconds,
+        analysed.symbolic_seconds
+    );
+    println!(
+        "fronts:   {}, largest {} (contribution block of {} entries)",
+        s.fronts, s.largest_front, s.largest_contribution
+    );
+    println!(
+        "nnz(L+U): {} ({:.1} per entry of A)",
+        s.factor_nnz,
+        s.factor_nnz as f64 / s.matrix_nnz.max(1) as f64
+    );
+    println!(
+        "flops:    factor {:.3e}, solve {:.3e} per right-hand side",
+        s.factor_flops, s.solve_flops
+    );
+    println!("memory per device:");
+    for (count, bytes) in &per_device {
+        match bytes {
+            Ok(bytes) => println!("  {count} device(s): {}", format_bytes(*bytes)),
+            Err(refusal) => println!("  {count} device(s): refused here: {refusal}"),
+        }
+    }
+    Ok(())
+}
+
+/// The right-hand sides to solve for: column-major `n x count`, and the `.npy` shape the
+/// solution is written in.
+struct RightHandSides {
+    values: Vec<f64>,
+    count: usize,
+    shape: Vec<u64>,
+}
+
+impl RightHandSides {
+    /// `A * ones`: one right-hand side whose solution is known.
+    fn of_ones(a: &CsrMatrix) -> Result<Self, Failure> {
+        let mut values = vec![0.0; a.rows()];
+        a.matvec(&vec![1.0; a.cols()], &mut values)?;
+        Ok(Self {
+            shape: vec![a.rows() as u64],
+            values,
+            count: 1,
+        })
+    }
+
+    /// Reads `--rhs`: a float64 C-order `.npy` of shape `(n,)` or `(n, k)`, `k >= 1`.
+    fn read(path: &Path, n: usize) -> Result<Self, Failure> {
+        let (shape, values) = read_npy_f64(path)?;
+        let bad = |message: String| Failure::input(format!("{}: {message}", path.display()));
+        let count = match shape[..] {
+            [rows] if rows == n as u64 => 1,
+            [rows, columns] if rows == n as u64 && columns > 0 => {
+                usize::try_from(columns).map_err(|_| bad(format!("shape {shape:?}: too large")))?
+            }
+            _ => {
+                return Err(bad(format!(
+                    "expected shape ({n},) or ({n}, k) for a matrix of {n} unknowns, got \
+                     {shape:?}"
+                )))
+            }
+        };
+        if let Some(k) = values.iter().position(|v| !v.is_finite()) {
+            let at = if shape.len() == 1 {
+                format!("{k}")
+            } else {
+                format!("{}, {}", k / count, k % count)
+            };
+            return Err(bad(format!(
+                "entry ({at}) is {}: every right-hand side entry must be finite",
+                values[k]
+            )));
+        }
+        // C order (n, k) to the column-major layout the solver takes.
+        let values = if count == 1 {
+            values
+        } else {
+            transpose(&values, n, count)
+        };
+        Ok(Self {
+            values,
+            count,
+            shape,
+        })
+    }
+
+    /// `x` (column-major, as solved) in the layout of the `.npy` shape.
+    fn to_c_order(&self, x: &[f64]) -> Vec<f64> {
+        if self.count == 1 {
+            x.to_vec()
+        } else {
+            transpose(x, self.count, x.len() / self.count.max(1))
+        }
+    }
+}
+
+/// The transpose of `values`, a C-order `rows x columns` array.
+fn transpose(values: &[f64], rows: usize, columns: usize) -> Vec<f64> {
+    let mut out = vec![0.0; values.len()];
+    for (i, row) in values.chunks_exact(columns.max(1)).enumerate().take(rows) {
+        for (j, &value) in row.iter().enumerate() {
+            out[j * rows + i] = value;
+        }
+    }
+    out
+}
+
+/// Reads a float64 C-order `.npy` array and its shape. Errors (input, naming the file): an
+/// unreadable or malformed file, a header that claims more entries than 64 bits count, a
+/// dtype other than float64, Fortran order, a data section shorter than the shape needs.
+fn read_npy_f64(path: &Path) -> Result<(Vec<u64>, Vec<f64>), Failure> {
+    let bad = |message: String| Failure::input(format!("{}: {message}", path.display()));
+    let header_len = check_npy_header(path)?;
+    let file = File::open(path).map_err(|e| bad(e.to_string()))?;
+    let file_len = file.metadata().map_err(|e| bad(e.to_string()))?.len();
+    let npy = npyz::NpyFile::new(BufReader::new(file)).map_err(|e| bad(e.to_string()))?;
+    let shape = npy.shape().to_vec();
+    let float64 = npyz::DType::Plain("<f8".parse().map_err(|e| bad(format!("{e}")))?);
+    if npy.dtype() != float64 {
+        return Err(bad(format!(
+            "expected dtype float64 ('<f8'), got {}",
+            npy.dtype().descr()
+        )));
+    }
+    if npy.order() != npyz::Order::C {
+        return Err(bad("expected C order, got Fortran order".into()));
+    }
+    // Every entry must be there before any is read: 8 bytes each after the header.
+    let entries = shape.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d));
+    let expected = entries
+        .and_then(|e| e.checked_mul(8))
+        .and_then(|bytes| bytes.checked_add(header_len));
+    match expected {
+        Some(expected) if file_len >= expected => {}
+        Some(expected) => {
+            return Err(bad(format!(
+                "truncated: {file_len} bytes, expected {expected} for shape {shape:?}"
+            )))
+        }
+        None => return Err(bad(format!("shape {shape:?}: too many entries"))),
+    }
+    let values = npy.into_vec::<f64>().map_err(|e| bad(e.to_string()))?;
+    Ok((shape, values))
+}
+
+/// Checks an `.npy` header before npyz parses it (its shape product would overflow, and
+/// panic, on a hostile header): the header's length, at most [`MAX_NPY_HEADER`] bytes and
+/// within the file, brackets nested at most two deep (a float64 header's dict and shape),
+/// and shape entries whose product fits in 64 bits. Returns the bytes before the data; a
+/// file that is not an `.npy` at all is left to npyz's message.
+fn check_npy_header(path: &Path) -> Result<u64, Failure> {
+    let bad = |message: String| Failure::input(format!("{}: {message}", path.display()));
+    let mut file = File::open(path).map_err(|e| bad(e.to_string()))?;
+    let file_len = file.metadata().map_err(|e| bad(e.to_string()))?.len();
+    let mut prefix = [0u8; 12];
+    if file.read_exact(&mut prefix).is_err() || &prefix[..6] != b"\x93NUMPY" {
+        return Ok(0);
+    }
+    let (start, len) = match prefix[6] {
+        1 => (10, u64::from(u16::from_le_bytes([prefix[8], prefix[9]]))),
+        2 | 3 => (
+            12,
+            u64::from(u32::from_le_bytes([
+                prefix[8], prefix[9], prefix[10], prefix[11],
+            ])),
+        ),
+        // Not a version there is: npyz says so.
+        _ => return Ok(0),
+    };
+    if len > MAX_NPY_HEADER {
+        return Err(bad(format!(
+            "a header of {len} bytes, more than the {MAX_NPY_HEADER} a float64 array needs"
+        )));
+    }
+    if start + len > file_len {
+        return Err(bad(format!(
+            "truncated: {file_len} bytes, shorter than its {}-byte header",
+            start + len
+        )));
+    }
+    let mut text = Vec::new();
+    file.seek(SeekFrom::Start(start))
+        .and_then(|_| file.take(len).read_to_end(&mut text))
+        .map_err(|e| bad(e.to_string()))?;
+    let mut depth = 0usize;
+    let mut product: Option<u64> = Some(1);
+    let mut at = 0;
+    while at < text.len() {
+        match text[at] {
+            quote @ (b'\'' | b'"') => {
+                at += 1;
+                while at < text.len() && text[at] != quote {
+                    at += if text[at] == b'\\' { 2 } else { 1 };
+                }
+            }
+            b'(' | b'[' | b'{' => {
+                depth += 1;
+                if depth > 2 {
+                    return Err(bad(
+                        "the header nests brackets more than 2 deep; expected a float64 array \
+                         header"
+                            .into(),
+                    ));
+                }
+            }
+            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+            b'0'..=b'9' => {
+                let digits = at;
+                while at + 1 < text.len() && text[at + 1].is_ascii_digit() {
+                    at += 1;
+                }
+                if depth == 2 {
+                    let value = text[digits..=at].iter().try_fold(0u64, |acc, &d| {
+                        acc.checked_mul(10)?.checked_add(u64::from(d - b'0'))
+                    });
+                    product = product
+                        .zip(value)
+                        .and_then(|(p, v)| p.checked_mul(v.max(1)));
+                    if product.is_none() {
+                        return Err(bad(format!(
+                            "the header claims a shape whose number of entries overflows: {}",
+                            String::from_utf8_lossy(&text).trim()
+                        )));
+                    }
+                }
+            }
+            _ => {}
+        }
+        at += 1;
+    }
+    Ok(start + len)
+}
+
+/// Writes `values` as a float64 C-order `.npy` of `shape` at `path`, atomically (a
+/// temporary beside it, renamed into place once complete). Errors are computation
+/// failures: the outputs are written after the work.
+fn write_npy_f64(path: &Path, shape: &[u64], values: &[f64]) -> Result<(), Failure> {
+    let failed = |e: std::io::Error| Failure::computation(format!("{}: {e}", path.display()));
+    let file = AtomicFile::create(path).map_err(failed)?;
+    {
+        let mut out = BufWriter::new(file.as_file());
+        let mut writer = npyz::WriteOptions::new()
+            .default_dtype()
+            .shape(shape)
+            .writer(&mut out)
+            .begin_nd()
+            .map_err(failed)?;
+        writer.extend(values.iter().copied()).map_err(failed)?;
+        writer.finish().map_err(failed)?;
+        out.flush().map_err(failed)?;
+    }
+    file.commit().map_err(failed)
+}
+
+/// `max_j ||A x_j - b_j||_inf / (||A||_inf ||x_j||_inf)` over the columns of `x` and `b`
+/// (column-major, `n` rows), from the matrix itself (not the solver's refinement).
+fn relative_residual(a: &CsrMatrix, x: &[f64], b: &[f64]) -> Result<f64, Failure> {
+    let n = a.rows().max(1);
+    let norm_a = a.norm_inf();
+    let mut ax = vec![0.0; a.rows()];
+    let mut worst = 0.0f64;
+    for (x, b) in x.chunks_exact(n).zip(b.chunks_exact(n)) {
+        a.matvec(x, &mut ax)?;
+        let residual = ax
+            .iter()
+            .zip(b)
+            .fold(0.0f64, |m, (p, q)| m.max((p - q).abs()));
+        let scale = norm_a * x.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        let relative = if residual == 0.0 {
+            0.0
+        } else {
+            residual / scale
+        };
+        worst = worst.max(relative);
+    }
+    Ok(worst)
+}
+
+/// The factorization, on one device or split among several.
+enum Factors {
+    One(Factorization),
+    Split(SplitFactorization),
+}
+
+fn run_solve(args: &SolveArgs, processes: &Processes, json: bool) -> Result<(), Failure> {
+    let started = Instant::now();
+    let problem = Problem::resolve(&args.matrix)?;
+    let inputs = merge(
+        problem.to_json(),
+        json!({
+            "rhs": args.rhs,
+            "out": args.out,
+            "plan": args.plan,
+            "resources": args.devices.to_json(),
+        }),
+    );
+    let analysed = analyse_problem(&problem)?;
+    let (a, symbolic) = (&analysed.a, &analysed.symbolic);
+    let n = a.rows();
+    let requested = args.devices.resources();
+    let resources = processes.alone_share(&requested);
+    let group = processes.group(&requested, GPU_USE)?;
+    // The plan is checked against the devices and caps before any numeric work, on one
+    // device as on several.
+    let plan = tutti_sparse::plan(symbolic, group.size(), group.devices(), &resources)?;
+    if args.plan {
+        if json {
+            let fields = json!({
+                "inputs": inputs,
+                "unknowns": n,
+                "devices": group.size(),
+                "plan": plan.to_string(),
+            });
+            print_json("sparse solve", started, fields);
+        } else {
+            println!("{plan}");
+        }
+        return Ok(());
+    }
+    let rhs = match &args.rhs {
+        Some(path) => RightHandSides::read(path, n)?,
+        None => RightHandSides::of_ones(a)?,
+    };
+
+    let factored = Instant::now();
+    log::info!(
+        "factoring {n} unknowns on {} device(s) ({} fronts)",
+        group.size(),
+        symbolic.statistics().fronts
+    );
+    let factors = if group.size() == 1 {
+        Factors::One(Factorization::new(
+            Arc::clone(symbolic),
+            a,
+            FactorOptions::default(),
+        )?)
+    } else {
+        Factors::Split(SplitFactorization::new(
+            &group,
+            Arc::clone(symbolic),
+            a,
+            FactorOptions::default(),
+            &resources,
+        )?)
+    };
+    let factor_seconds = factored.elapsed().as_secs_f64();
+
+    let solved = Instant::now();
+    log::info!("solving for {} right-hand side(s)", rhs.count);
+    let mut x = rhs.values.clone();
+    let options = SolveOptions::default();
+    let (info, perturbed): (SolveInfo, usize) = match &factors {
+        Factors::One(lu) => (
+            lu.solve_in_place(&mut x, rhs.count, &options)?,
+            lu.perturbed_pivots(),
+        ),
+        Factors::Split(lu) => (
+            lu.solve_in_place(&group, &mut x, rhs.count, &options)?,
+            lu.perturbed_pivots(),
+        ),
+    };
+    let solve_seconds = solved.elapsed().as_secs_f64();
+    let residual = relative_residual(a, &x, &rhs.values)?;
+    let max_error = args
+        .rhs
+        .is_none()
+        .then(|| x.iter().fold(0.0f64, |m, v| m.max((v - 1.0).abs())));
+
+    let written = Instant::now();
+    if let Some(out) = &args.out {
+        log::info!("writing {}", out.display());
+        write_npy_f64(out, &rhs.shape, &rhs.to_c_order(&x))?;
+    }
+    let write_seconds = written.elapsed().as_secs_f64();
+
+    let s = symbolic.statistics();
+    if json {
+        let fields = json!({
+            "inputs": inputs,
+            "ordering": problem.ordering.name(),
+            "right_hand_sides": rhs.count,
+            "processes": processes.size(),
+            "devices": group.size(),
+            "device_kind": device_kind(group.devices()),
+            "plan": plan.summary(),
+            "perturbed_pivots": perturbed,
+            "refinements": info.refinements,
+            "backward_error": info.backward_error,
+            "relative_residual": residual,
+            "max_error": max_error,
+            "outputs": { "x": args.out },
+            "timings": {
+                "matrix": analysed.matrix_seconds,
+                "ordering": analysed.ordering_seconds,
+                "symbolic": analysed.symbolic_seconds,
+                "factor": factor_seconds,
+                "solve": solve_seconds,
+                "write": write_seconds,
+            },
+        });
+        print_json(
+            "sparse solve",
+            started,
+            merge(fields, statistics_json(symbolic)),
+        );
+        return Ok(());
+    }
+    println!(
+        "sparse: {} ({} unknowns, {} entries), {} right-hand side(s), {} device(s)",
+        problem.describe(),
+        s.unknowns,
+        s.matrix_nnz,
+        rhs.count,
+        group.size()
+    );
+    println!(
+        "ordering: {} ({:.3} s), symbolic analysis {:.3} s: {} fronts, largest {}",
+        problem.ordering.name(),
+        analysed.ordering_seconds,
+        analysed.symbolic_seconds,
+        s.fronts,
+        s.largest_front
+    );
+    println!(
+        "factor:   {:.3} s, nnz(L+U) {}, {:.3e} flops predicted, {perturbed} pivot(s) perturbed",
+        factor_seconds, s.factor_nnz, s.factor_flops
+    );
+    println!(
+        "solve:    {:.3} s, {} refinement step(s), backward error {:.3e}",
+        solve_seconds, info.refinements, info.backward_error
+    );
+    println!("residual: ||Ax - b|| / (||A|| ||x||) = {residual:.3e}");
+    if let Some(error) = max_error {
+        println!("error:    max |x - 1| = {error:.3e}");
+    }
+    println!("plan:     {}", plan.summary());
+    if let Some(out) = &args.out {
+        println!("wrote:    {}", out.display());
+    }
+    Ok(())
+}

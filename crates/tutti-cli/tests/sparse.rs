@@ -1,0 +1,488 @@
+//! `tutti sparse solve|info` through the built binary: solutions checked against the
+//! matrix, the bits of one device on two, `--plan` and `info`'s figures, and the exit status
+//! and message of each kind of bad input.
+
+mod common;
+
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::Path;
+
+use common::{lcg, scratch, text, tutti};
+use npyz::WriterBuilder;
+use serde_json::Value;
+use tutti_sparse::{matrix_market, CsrMatrix};
+
+/// `tutti --json args...` must succeed with one JSON object naming `command`; returns it.
+fn json(command: &str, args: &[&str]) -> Value {
+    let mut argv = vec!["--json"];
+    argv.extend_from_slice(args);
+    let out = tutti(&argv);
+    let stdout = String::from_utf8(out.stdout).expect("utf-8");
+    assert!(
+        out.status.success(),
+        "tutti {argv:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let value: Value = serde_json::from_str(&stdout)
+        .unwrap_or_else(|err| panic!("tutti {argv:?}: not one JSON value ({err}): {stdout}"));
+    assert_eq!(value["command"], command, "{value}");
+    value
+}
+
+/// `tutti --json args...` must exit with `code`, nothing on standard output and `says` in
+/// its message.
+fn fails(code: i32, args: &[&str], says: &str) {
+    let mut argv = vec!["--json"];
+    argv.extend_from_slice(args);
+    let out = tutti(&argv);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(code), "tutti {argv:?}: {stderr}");
+    assert!(
+        stderr.contains(says),
+        "tutti {argv:?}: expected {says:?} in {stderr}"
+    );
+    assert!(out.stdout.is_empty(), "tutti {argv:?}: stdout on failure");
+}
+
+fn number(value: &Value, field: &str) -> f64 {
+    value[field]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{field} is not a number in {value}"))
+}
+
+/// A float64 `.npy` of `shape` (C order), written with npyz.
+fn write_npy(path: &Path, shape: &[u64], values: &[f64]) {
+    let file = BufWriter::new(File::create(path).expect("create npy"));
+    let mut writer = npyz::WriteOptions::new()
+        .default_dtype()
+        .shape(shape)
+        .writer(file)
+        .begin_nd()
+        .expect("npy header");
+    writer.extend(values.iter().copied()).expect("npy data");
+    writer.finish().expect("npy finish");
+}
+
+/// A float64 `.npy`'s shape and values.
+fn read_npy(path: &Path) -> (Vec<u64>, Vec<f64>) {
+    let npy = npyz::NpyFile::new(File::open(path).expect("open npy")).expect("npy header");
+    let shape = npy.shape().to_vec();
+    (shape, npy.into_vec::<f64>().expect("npy data"))
+}
+
+/// An unsymmetric, diagonally dominant `n x n` matrix with a few long-range couplings.
+fn unsymmetric(n: usize) -> CsrMatrix {
+    let mut triplets = Vec::new();
+    for i in 0..n {
+        triplets.push((i, i, 4.0 + 0.1 * i as f64));
+        if i + 1 < n {
+            triplets.push((i, i + 1, -1.0));
+            triplets.push((i + 1, i, 0.5));
+        }
+        triplets.push((i, (7 * i + 3) % n, 0.3));
+    }
+    CsrMatrix::from_triplets(n, n, &triplets).expect("matrix")
+}
+
+/// `||A x - b||_inf` for one column.
+fn residual(a: &CsrMatrix, x: &[f64], b: &[f64]) -> f64 {
+    let mut ax = vec![0.0; b.len()];
+    a.matvec(x, &mut ax).expect("matvec");
+    ax.iter()
+        .zip(b)
+        .fold(0.0f64, |m, (p, q)| m.max((p - q).abs()))
+}
+
+#[test]
+fn a_laplacian_solves_to_ones_with_the_same_bits_on_one_and_two_devices() {
+    let dir = scratch("sparse-laplacian");
+    let mut solutions = Vec::new();
+    for devices in ["1", "2"] {
+        let out = dir.join(format!("x{devices}.npy"));
+        let report = json(
+            "sparse solve",
+            &[
+                "sparse",
+                "solve",
+                "--model",
+                "laplacian",
+                "--dims",
+                "40,40",
+                "--kind",
+                "cpu",
+                "-d",
+                devices,
+                "--out",
+                text(&out),
+            ],
+        );
+        assert_eq!(report["unknowns"], 1600, "{report}");
+        assert_eq!(report["nnz"], 5 * 40 * 40 - 4 * 40, "{report}");
+        assert_eq!(report["ordering"], "grid", "{report}");
+        assert_eq!(report["devices"].to_string(), devices, "{report}");
+        assert_eq!(report["right_hand_sides"], 1, "{report}");
+        assert_eq!(report["perturbed_pivots"], 0, "{report}");
+        assert!(number(&report, "relative_residual") <= 1e-13, "{report}");
+        assert!(number(&report, "backward_error") <= 1e-13, "{report}");
+        assert!(number(&report, "max_error") <= 1e-10, "{report}");
+        assert!(report["fronts"].as_u64().is_some_and(|f| f > 1), "{report}");
+        assert!(
+            report["factor_nnz"].as_u64().is_some_and(|f| f > 7840),
+            "{report}"
+        );
+        assert!(number(&report, "factor_flops") > 0.0, "{report}");
+        for timing in ["ordering", "factor", "solve"] {
+            assert!(report["timings"][timing].is_number(), "{report}");
+        }
+        assert_eq!(report["outputs"]["x"], text(&out), "{report}");
+        let (shape, x) = read_npy(&out);
+        assert_eq!(shape, [1600]);
+        solutions.push(x);
+    }
+    assert!(
+        solutions[0]
+            .iter()
+            .zip(&solutions[1])
+            .all(|(p, q)| p.to_bits() == q.to_bits()),
+        "two devices changed the solution's bits"
+    );
+
+    // Nested dissection of a 3-D model with coupled species, on three devices.
+    let report = json(
+        "sparse solve",
+        &[
+            "sparse",
+            "solve",
+            "--model",
+            "reaction-diffusion",
+            "--dims",
+            "8,8,8",
+            "--species",
+            "3",
+            "--ordering",
+            "nd",
+            "--kind",
+            "cpu",
+            "-d",
+            "3",
+        ],
+    );
+    assert_eq!(report["ordering"], "nd", "{report}");
+    assert_eq!(report["inputs"]["block"], 3, "{report}");
+    assert!(number(&report, "relative_residual") <= 1e-13, "{report}");
+    assert!(number(&report, "max_error") <= 1e-10, "{report}");
+    std::fs::remove_dir_all(&dir).expect("clean up");
+}
+
+#[test]
+fn a_matrix_market_file_solves_for_two_right_hand_sides() {
+    let dir = scratch("sparse-mtx");
+    let n = 30;
+    let a = unsymmetric(n);
+    let mtx = dir.join("a.mtx");
+    matrix_market::write(&mtx, &a).expect("write mtx");
+    // b: (n, 2) in C order, columns of different scales.
+    let columns = [lcg(5, n), lcg(6, n).iter().map(|v| 1e3 * v).collect()];
+    let b: Vec<f64> = (0..n)
+        .flat_map(|i| [columns[0][i], columns[1][i]])
+        .collect();
+    let rhs = dir.join("b.npy");
+    write_npy(&rhs, &[n as u64, 2], &b);
+    let out = dir.join("x.npy");
+    let report = json(
+        "sparse solve",
+        &[
+            "sparse",
+            "solve",
+            "--matrix",
+            text(&mtx),
+            "--rhs",
+            text(&rhs),
+            "--out",
+            text(&out),
+            "--kind",
+            "cpu",
+            "-d",
+            "2",
+            "--leaf-size",
+            "8",
+        ],
+    );
+    assert_eq!(report["ordering"], "nd", "{report}");
+    assert_eq!(report["right_hand_sides"], 2, "{report}");
+    assert!(report["max_error"].is_null(), "{report}");
+    assert!(number(&report, "relative_residual") <= 1e-13, "{report}");
+    let (shape, x) = read_npy(&out);
+    assert_eq!(shape, [n as u64, 2]);
+    for (j, column) in columns.iter().enumerate() {
+        let xj: Vec<f64> = (0..n).map(|i| x[2 * i + j]).collect();
+        let scale = column.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        assert!(
+            residual(&a, &xj, column) <= 1e-13 * scale,
+            "column {j}: A x != b"
+        );
+    }
+
+    // One right-hand side as a vector: x comes back as a vector, the same as column 0.
+    let single = dir.join("b0.npy");
+    write_npy(&single, &[n as u64], &columns[0]);
+    let out0 = dir.join("x0.npy");
+    json(
+        "sparse solve",
+        &[
+            "sparse",
+            "solve",
+            "--matrix",
+            text(&mtx),
+            "--rhs",
+            text(&single),
+            "--out",
+            text(&out0),
+            "--kind",
+            "cpu",
+            "--leaf-size",
+            "8",
+        ],
+    );
+    let (shape, x0) = read_npy(&out0);
+    assert_eq!(shape, [n as u64]);
+    assert!(residual(&a, &x0, &columns[0]) <= 1e-13);
+    std::fs::remove_dir_all(&dir).expect("clean up");
+}
+
+#[test]
+fn plan_prints_the_plan_and_writes_nothing() {
+    let dir = scratch("sparse-plan");
+    let out = dir.join("x.npy");
+    let args = [
+        "sparse",
+        "solve",
+        "--model",
+        "laplacian",
+        "--dims",
+        "30,30",
+        "--kind",
+        "cpu",
+        "-d",
+        "2",
+        "--plan",
+        "--out",
+        text(&out),
+    ];
+    let printed = tutti(&args);
+    let stdout = String::from_utf8_lossy(&printed.stdout);
+    assert!(printed.status.success(), "{stdout}");
+    for says in [
+        "plan for 2 device(s)",
+        "fronts and contribution blocks",
+        "factors",
+        "solve vectors",
+    ] {
+        assert!(stdout.contains(says), "{says:?} not in {stdout}");
+    }
+    let report = json("sparse solve", &args);
+    assert!(
+        report["plan"]
+            .as_str()
+            .is_some_and(|plan| plan.contains("factors")),
+        "{report}"
+    );
+    assert!(report["factor_nnz"].is_null(), "--plan factors nothing");
+    assert!(!out.exists(), "--plan writes nothing");
+    assert_eq!(std::fs::read_dir(&dir).expect("dir").count(), 0);
+
+    // A plan that does not fit the caps is refused before any work, with the numbers.
+    fails(
+        2,
+        &[
+            "sparse",
+            "solve",
+            "--model",
+            "laplacian",
+            "--dims",
+            "100,100",
+            "--kind",
+            "cpu",
+            "--device-memory-mib",
+            "1",
+            "--out",
+            text(&out),
+        ],
+        "memory plan: the plan does not fit",
+    );
+    assert!(!out.exists());
+    std::fs::remove_dir_all(&dir).expect("clean up");
+}
+
+#[test]
+fn info_reports_the_analysis_and_memory_on_one_two_and_four_devices() {
+    let model = ["--model", "laplacian", "--dims", "40,40"];
+    let info = json("sparse info", &[&["sparse", "info"][..], &model].concat());
+    assert_eq!(info["unknowns"], 1600, "{info}");
+    assert_eq!(info["ordering"], "grid", "{info}");
+    for field in ["fronts", "largest_front", "factor_nnz"] {
+        assert!(info[field].as_u64().is_some_and(|v| v > 0), "{info}");
+    }
+    assert!(number(&info, "factor_flops") > number(&info, "solve_flops"));
+    let memory = info["memory_per_device"].as_array().expect("an array");
+    let counts: Vec<u64> = memory
+        .iter()
+        .filter_map(|m| m["devices"].as_u64())
+        .collect();
+    assert_eq!(counts, [1, 2, 4], "{info}");
+    let bytes: Vec<u64> = memory
+        .iter()
+        .map(|m| m["device_bytes"].as_u64().expect("fits"))
+        .collect();
+    assert!(
+        bytes[0] >= bytes[1] && bytes[1] >= bytes[2] && bytes[0] > bytes[2],
+        "more devices, less memory each: {bytes:?}"
+    );
+
+    // The analysis solve reports is the one info predicts.
+    let solved = json(
+        "sparse solve",
+        &[&["sparse", "solve", "--kind", "cpu"][..], &model].concat(),
+    );
+    for field in ["fronts", "largest_front", "factor_nnz", "factor_flops"] {
+        assert_eq!(solved[field], info[field], "{field}");
+    }
+
+    let printed = tutti(&[&["sparse", "info"][..], &model].concat());
+    let stdout = String::from_utf8_lossy(&printed.stdout);
+    assert!(printed.status.success(), "{stdout}");
+    for says in [
+        "1600 unknowns",
+        "nnz(L+U)",
+        "1 device(s):",
+        "2 device(s):",
+        "4 device(s):",
+    ] {
+        assert!(stdout.contains(says), "{says:?} not in {stdout}");
+    }
+}
+
+#[test]
+fn bad_inputs_and_singular_matrices_exit_with_their_codes() {
+    let dir = scratch("sparse-errors");
+    let out = dir.join("x.npy");
+    let solve = |matrix: &Path, extra: &[&str], code: i32, says: &str| {
+        let mut args = vec!["sparse", "solve", "--kind", "cpu", "--matrix", text(matrix)];
+        args.extend_from_slice(extra);
+        args.extend(["--out", text(&out)]);
+        fails(code, &args, says);
+        assert!(!out.exists(), "a failed solve writes nothing");
+    };
+
+    // Files that cannot be read or used: input, exit 2.
+    solve(&dir.join("missing.mtx"), &[], 2, "missing.mtx");
+    let malformed = dir.join("malformed.mtx");
+    std::fs::write(
+        &malformed,
+        "%%MatrixMarket matrix coordinate real general\n2 2 1\n1 x 3\n",
+    )
+    .expect("write");
+    solve(&malformed, &[], 2, "malformed.mtx:3");
+    let rectangular = dir.join("rectangular.mtx");
+    std::fs::write(
+        &rectangular,
+        "%%MatrixMarket matrix coordinate real general\n2 3 2\n1 1 1\n2 2 1\n",
+    )
+    .expect("write");
+    solve(&rectangular, &[], 2, "square");
+    let empty_row = dir.join("empty-row.mtx");
+    std::fs::write(
+        &empty_row,
+        "%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 1\n1 2 1\n",
+    )
+    .expect("write");
+    solve(&empty_row, &[], 2, "structurally singular");
+
+    // Right-hand sides of the wrong length or dtype.
+    let mtx = dir.join("a.mtx");
+    matrix_market::write(&mtx, &unsymmetric(10)).expect("write mtx");
+    let short = dir.join("short.npy");
+    write_npy(&short, &[9], &[1.0; 9]);
+    solve(
+        &mtx,
+        &["--rhs", text(&short)],
+        2,
+        "expected shape (10,) or (10, k)",
+    );
+    let single = dir.join("f32.npy");
+    {
+        let file = BufWriter::new(File::create(&single).expect("create"));
+        let mut writer = npyz::WriteOptions::<f32>::new()
+            .default_dtype()
+            .shape(&[10])
+            .writer(file)
+            .begin_nd()
+            .expect("header");
+        writer.extend([1.0f32; 10]).expect("data");
+        writer.finish().expect("finish");
+    }
+    solve(&mtx, &["--rhs", text(&single)], 2, "float64");
+    let garbage = dir.join("garbage.npy");
+    std::fs::write(&garbage, b"\x93NUMPY but not really").expect("write");
+    solve(&mtx, &["--rhs", text(&garbage)], 2, "garbage.npy");
+    solve(&mtx, &["--rhs", text(&dir.join("none.npy"))], 2, "none.npy");
+
+    // A singular matrix with a right-hand side outside its range: the factorization
+    // perturbs a pivot and refinement cannot recover, a computation failure (exit 1).
+    let singular = dir.join("singular.mtx");
+    std::fs::write(
+        &singular,
+        "%%MatrixMarket matrix coordinate real general\n2 2 4\n1 1 1\n1 2 1\n2 1 1\n2 2 1\n",
+    )
+    .expect("write");
+    let b = dir.join("b.npy");
+    write_npy(&b, &[2], &[1.0, 2.0]);
+    solve(&singular, &["--rhs", text(&b)], 1, "numerically singular");
+
+    // Options that do not go together: exit 2.
+    solve(&mtx, &["--ordering", "grid"], 2, "--ordering grid");
+    solve(&mtx, &["--peclet", "3"], 2, "--peclet");
+    solve(&mtx, &["--block", "3"], 2, "whole number of blocks of 3");
+    fails(
+        2,
+        &[
+            "sparse",
+            "solve",
+            "--model",
+            "laplacian",
+            "--dims",
+            "4,4",
+            "--species",
+            "2",
+        ],
+        "--species",
+    );
+    fails(
+        2,
+        &["sparse", "solve", "--model", "laplacian", "--dims", "0,4"],
+        "--model laplacian",
+    );
+    fails(2, &["sparse", "solve", "--model", "laplacian"], "--dims");
+    fails(2, &["sparse", "solve"], "--matrix");
+    fails(
+        2,
+        &[
+            "sparse",
+            "solve",
+            "--matrix",
+            text(&mtx),
+            "--model",
+            "laplacian",
+            "--dims",
+            "4,4",
+        ],
+        "cannot be used with",
+    );
+    fails(
+        2,
+        &["sparse", "info", "--matrix", text(&malformed)],
+        "malformed.mtx:3",
+    );
+    std::fs::remove_dir_all(&dir).expect("clean up");
+}
