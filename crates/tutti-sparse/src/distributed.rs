@@ -14,7 +14,7 @@ use tutti_plan::Plan;
 use crate::csr::check_len;
 use crate::mapping::Mapping;
 use crate::numeric::{
-    assemble, extend_add, factor_front, pivot_thresholds, FactorOptions, FrontFactor,
+    missing_contribution as missing, FactorOptions, FrontFactor, FrontFactorizer,
 };
 use crate::solve::{backward_front, forward_front, SolveInfo, SolveOptions};
 use crate::symbolic::Symbolic;
@@ -70,68 +70,25 @@ pub fn factor_on(
     a.check_finite(a.values())?;
     let rank = comm.rank();
     let mapping = Mapping::new(&symbolic, comm.size());
-    let (tiny, replacement) = pivot_thresholds(a.max_abs(), &options);
     let values = a.values();
     let count = symbolic.fronts.len();
     let mut fronts: Vec<Option<FrontFactor>> = vec![None; count];
     let mut contributions: Vec<Option<Vec<f64>>> = vec![None; count];
-    let mut perturbed = 0usize;
-    // One front workspace for the rank, reused from front to front.
-    let mut dense = Vec::new();
+    let mut factorizer = FrontFactorizer::new(&symbolic, values, a.max_abs(), &options);
 
     // This rank's subtrees, without a message.
-    for f in mapping.local_fronts(rank) {
-        let front = &symbolic.fronts[f];
-        assemble(&symbolic, f, values, &mut dense)?;
-        for &c in &front.children {
-            let block = contributions[c].take().ok_or_else(|| missing(c))?;
-            extend_add(
-                &mut dense,
-                front.order(),
-                &block,
-                &symbolic.fronts[c].in_parent,
-            );
-        }
-        let (factor, contribution, count) = factor_front(&mut dense, front, tiny, replacement);
-        perturbed += count;
-        fronts[f] = Some(factor);
-        contributions[f] = Some(contribution);
-    }
+    factorizer.factor_subtrees(mapping.local_fronts(rank), &mut contributions, &mut fronts)?;
     // The shared fronts, in postorder: the children's blocks gathered to the owner.
     for f in mapping.shared_fronts() {
-        let front = &symbolic.fronts[f];
-        let owner = mapping.owner[f];
-        let mut send = Vec::new();
-        for &c in &front.children {
-            if mapping.owner[c] == rank {
-                send.extend(contributions[c].take().ok_or_else(|| missing(c))?);
-            }
-        }
-        let gathered = comm.gather(owner, &send)?;
-        if let Some(blocks) = gathered {
-            assemble(&symbolic, f, values, &mut dense)?;
-            let mut read = vec![0usize; comm.size()];
-            for &c in &front.children {
-                let source = mapping.owner[c];
-                let u = symbolic.fronts[c].update.len();
-                let len = u * u;
-                let block = blocks[source]
-                    .get(read[source]..read[source] + len)
-                    .ok_or_else(|| missing(c))?;
-                read[source] += len;
-                extend_add(
-                    &mut dense,
-                    front.order(),
-                    block,
-                    &symbolic.fronts[c].in_parent,
-                );
-            }
-            let (factor, contribution, count) = factor_front(&mut dense, front, tiny, replacement);
-            perturbed += count;
+        let send = pack(&symbolic, &mapping, f, rank, &mut contributions)?;
+        if let Some(blocks) = comm.gather(mapping.owner[f], &send)? {
+            let children = unpack(&symbolic, &mapping, f, &blocks, |u| u * u)?;
+            let (factor, contribution) = factorizer.factor(f, children)?;
             fronts[f] = Some(factor);
             contributions[f] = Some(contribution);
         }
     }
+    let perturbed = factorizer.perturbed;
     let mut total = [perturbed as u64];
     comm.allreduce_sum(&mut total)?;
     Ok(RankFactors {
@@ -200,23 +157,9 @@ fn solve_once_on(comm: &Comm<'_>, factors: &RankFactors, b: &mut [f64]) -> Resul
         ));
     }
     for f in mapping.shared_fronts() {
-        let front = &symbolic.fronts[f];
-        let owner = mapping.owner[f];
-        let mut send = Vec::new();
-        for &c in &front.children {
-            if mapping.owner[c] == rank {
-                send.extend(pending[c].take().ok_or_else(|| missing(c))?);
-            }
-        }
-        if let Some(blocks) = comm.gather(owner, &send)? {
-            let mut read = vec![0usize; comm.size()];
-            for &c in &front.children {
-                let source = mapping.owner[c];
-                let u = symbolic.fronts[c].update.len();
-                let block = blocks[source]
-                    .get(read[source]..read[source] + u)
-                    .ok_or_else(|| missing(c))?;
-                read[source] += u;
+        let send = pack(symbolic, mapping, f, rank, &mut pending)?;
+        if let Some(blocks) = comm.gather(mapping.owner[f], &send)? {
+            for (c, block) in unpack(symbolic, mapping, f, &blocks, |u| u)? {
                 pending[c] = Some(block.to_vec());
             }
             pending[f] = Some(forward_front(
@@ -270,11 +213,48 @@ fn solve_once_on(comm: &Comm<'_>, factors: &RankFactors, b: &mut [f64]) -> Resul
     Ok(())
 }
 
-/// A front's part that should have been there (a mapping at odds with itself).
-fn missing(f: usize) -> SparseError {
-    SparseError::invalid(format!(
-        "front {f}'s data is missing on the rank that needs it"
-    ))
+/// The blocks of front `f`'s children that this rank holds (taken from `pending`), in the
+/// children's order, concatenated: what this rank sends to `f`'s owner.
+fn pack(
+    symbolic: &Symbolic,
+    mapping: &Mapping,
+    f: usize,
+    rank: usize,
+    pending: &mut [Option<Vec<f64>>],
+) -> Result<Vec<f64>, SparseError> {
+    let mut send = Vec::new();
+    for &c in &symbolic.fronts[f].children {
+        if mapping.owner[c] == rank {
+            send.extend(pending[c].take().ok_or_else(|| missing(c))?);
+        }
+    }
+    Ok(send)
+}
+
+/// Front `f`'s children's blocks, each cut from the gathered block of the rank that owns
+/// it (`len(u)` entries for a child with `u` update unknowns), in the children's order.
+fn unpack<'b>(
+    symbolic: &Symbolic,
+    mapping: &Mapping,
+    f: usize,
+    blocks: &'b [Vec<f64>],
+    len: impl Fn(usize) -> usize,
+) -> Result<Vec<(usize, &'b [f64])>, SparseError> {
+    let mut read = vec![0usize; blocks.len()];
+    symbolic.fronts[f]
+        .children
+        .iter()
+        .map(|&c| {
+            let source = mapping.owner[c];
+            let size = len(symbolic.fronts[c].update.len());
+            let start = *read.get(source).ok_or_else(|| missing(c))?;
+            let block = blocks[source]
+                .get(start..start + size)
+                .ok_or_else(|| missing(c))?;
+            read[source] = start + size;
+            Ok((c, block))
+        })
+        .collect()
 }
 
 /// A factorization split among the ranks of an in-process [`Group`]: one

@@ -119,36 +119,113 @@ pub(crate) fn factor_fronts(
     max_abs: f64,
     options: &FactorOptions,
 ) -> Result<(Vec<FrontFactor>, usize), SparseError> {
-    let (tiny, replacement) = pivot_thresholds(max_abs, options);
     let count = symbolic.fronts.len();
+    let mut factorizer = FrontFactorizer::new(symbolic, values, max_abs, options);
     let mut contributions: Vec<Option<Vec<f64>>> = vec![None; count];
-    let mut factors = Vec::with_capacity(count);
-    let mut perturbed = 0;
-    let mut dense = Vec::new();
-    for (f, front) in symbolic.fronts.iter().enumerate() {
-        assemble(symbolic, f, values, &mut dense)?;
-        for &c in &front.children {
-            let block = contributions[c].take().ok_or_else(|| {
-                SparseError::invalid(format!("front {c}'s contribution was used twice"))
-            })?;
+    let mut factors: Vec<Option<FrontFactor>> = vec![None; count];
+    factorizer.factor_subtrees(0..count, &mut contributions, &mut factors)?;
+    let factors = factors
+        .into_iter()
+        .enumerate()
+        .map(|(f, factor)| factor.ok_or_else(|| missing_contribution(f)))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((factors, factorizer.perturbed))
+}
+
+/// A front whose data should have been there (a mapping or tree at odds with itself).
+pub(crate) fn missing_contribution(f: usize) -> SparseError {
+    SparseError::invalid(format!("front {f}'s data is missing where it is needed"))
+}
+
+/// Factors fronts one after another with one workspace: assembly, the children's blocks,
+/// elimination. One per rank.
+pub(crate) struct FrontFactorizer<'s> {
+    symbolic: &'s Symbolic,
+    values: &'s [f64],
+    tiny: f64,
+    replacement: f64,
+    /// The front being factored, reused from front to front (zeroing memory already
+    /// touched costs no page faults; a fresh allocation per front had two ranks contending
+    /// in the kernel).
+    dense: Vec<f64>,
+    /// Pivots perturbed so far.
+    pub perturbed: usize,
+}
+
+impl<'s> FrontFactorizer<'s> {
+    /// A factorizer for `values` (on `symbolic`'s pattern, largest magnitude `max_abs`).
+    pub fn new(
+        symbolic: &'s Symbolic,
+        values: &'s [f64],
+        max_abs: f64,
+        options: &FactorOptions,
+    ) -> Self {
+        let (tiny, replacement) = pivot_thresholds(max_abs, options);
+        Self {
+            symbolic,
+            values,
+            tiny,
+            replacement,
+            dense: Vec::new(),
+            perturbed: 0,
+        }
+    }
+
+    /// Front `f` assembled from the matrix and `children`'s contribution blocks (each child
+    /// with its block, in the children's order), then factored: its factors and its own
+    /// contribution block.
+    pub fn factor<'b>(
+        &mut self,
+        f: usize,
+        children: impl IntoIterator<Item = (usize, &'b [f64])>,
+    ) -> Result<(FrontFactor, Vec<f64>), SparseError> {
+        let front = &self.symbolic.fronts[f];
+        assemble(self.symbolic, f, self.values, &mut self.dense)?;
+        for (c, block) in children {
             extend_add(
-                &mut dense,
+                &mut self.dense,
                 front.order(),
-                &block,
-                &symbolic.fronts[c].in_parent,
+                block,
+                &self.symbolic.fronts[c].in_parent,
             );
         }
-        let (factor, contribution, count) = factor_front(&mut dense, front, tiny, replacement);
-        perturbed += count;
-        contributions[f] = Some(contribution);
-        factors.push(factor);
+        let (factor, contribution, count) =
+            factor_front(&mut self.dense, front, self.tiny, self.replacement);
+        self.perturbed += count;
+        Ok((factor, contribution))
     }
-    Ok((factors, perturbed))
+
+    /// Factors `fronts` (whole subtrees, in postorder): each front's children's blocks are
+    /// taken from `contributions`, its own put there; its factors go to `factors`.
+    pub fn factor_subtrees(
+        &mut self,
+        fronts: impl IntoIterator<Item = usize>,
+        contributions: &mut [Option<Vec<f64>>],
+        factors: &mut [Option<FrontFactor>],
+    ) -> Result<(), SparseError> {
+        for f in fronts {
+            let blocks = self.symbolic.fronts[f]
+                .children
+                .iter()
+                .map(|&c| {
+                    contributions[c]
+                        .take()
+                        .map(|block| (c, block))
+                        .ok_or_else(|| missing_contribution(c))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let (factor, contribution) =
+                self.factor(f, blocks.iter().map(|(c, block)| (*c, block.as_slice())))?;
+            factors[f] = Some(factor);
+            contributions[f] = Some(contribution);
+        }
+        Ok(())
+    }
 }
 
 /// The pivot size at or below which a pivot is perturbed, and its replacement's size, for a
 /// matrix whose largest entry is `max_abs`.
-pub(crate) fn pivot_thresholds(max_abs: f64, options: &FactorOptions) -> (f64, f64) {
+fn pivot_thresholds(max_abs: f64, options: &FactorOptions) -> (f64, f64) {
     let scale = if max_abs > 0.0 { max_abs } else { 1.0 };
     (options.tiny * scale, options.perturbation * scale)
 }
@@ -157,7 +234,7 @@ pub(crate) fn pivot_thresholds(max_abs: f64, options: &FactorOptions) -> (f64, f
 /// column-major, before its children's contributions are added: written into `dense`, a
 /// workspace reused from front to front (zeroing memory already touched costs no page
 /// faults; a fresh allocation per front had two ranks contending in the kernel).
-pub(crate) fn assemble(
+fn assemble(
     symbolic: &Symbolic,
     f: usize,
     values: &[f64],
@@ -178,7 +255,7 @@ pub(crate) fn assemble(
 
 /// Adds a child's contribution block (column-major, order `positions.len()`) into the
 /// parent's front (order `m`) at `positions`.
-pub(crate) fn extend_add(front: &mut [f64], m: usize, block: &[f64], positions: &[usize]) {
+fn extend_add(front: &mut [f64], m: usize, block: &[f64], positions: &[usize]) {
     let u = positions.len();
     for (b, &col) in positions.iter().enumerate() {
         let source = &block[b * u..(b + 1) * u];
@@ -191,7 +268,7 @@ pub(crate) fn extend_add(front: &mut [f64], m: usize, block: &[f64], positions: 
 
 /// Eliminates a front's fully summed unknowns; returns its factors, its contribution block
 /// (column-major `u x u`) and the number of perturbed pivots.
-pub(crate) fn factor_front(
+fn factor_front(
     dense: &mut [f64],
     front: &Front,
     tiny: f64,
