@@ -119,7 +119,7 @@ fn a_laplacian_solves_to_ones_with_the_same_bits_on_one_and_two_devices() {
         );
         assert_eq!(report["unknowns"], 1600, "{report}");
         assert_eq!(report["nnz"], 5 * 40 * 40 - 4 * 40, "{report}");
-        assert_eq!(report["ordering"], "grid", "{report}");
+        assert_eq!(report["ordering"], "nd", "{report}");
         assert_eq!(report["devices"].to_string(), devices, "{report}");
         assert_eq!(report["right_hand_sides"], 1, "{report}");
         assert_eq!(report["perturbed_pivots"], 0, "{report}");
@@ -320,11 +320,19 @@ fn info_reports_the_analysis_and_memory_on_one_two_and_four_devices() {
     let model = ["--model", "laplacian", "--dims", "40,40"];
     let info = json("sparse info", &[&["sparse", "info"][..], &model].concat());
     assert_eq!(info["unknowns"], 1600, "{info}");
-    assert_eq!(info["ordering"], "grid", "{info}");
+    assert_eq!(info["ordering"], "nd", "{info}");
     for field in ["fronts", "largest_front", "factor_nnz"] {
         assert!(info[field].as_u64().is_some_and(|v| v > 0), "{info}");
     }
     assert!(number(&info, "factor_flops") > number(&info, "solve_flops"));
+    // The geometric ordering on request: a valid analysis of the same matrix.
+    let grid = json(
+        "sparse info",
+        &[&["sparse", "info"][..], &model, &["--ordering", "grid"]].concat(),
+    );
+    assert_eq!(grid["ordering"], "grid", "{grid}");
+    assert_eq!(grid["unknowns"], 1600, "{grid}");
+    assert!(number(&grid, "factor_nnz") > 0.0, "{grid}");
     let memory = info["memory_per_device"].as_array().expect("an array");
     let counts: Vec<u64> = memory
         .iter()
