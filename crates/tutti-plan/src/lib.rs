@@ -12,6 +12,8 @@
 //! - A [`SpillStore`] is a private scratch directory for spill files, removed on drop.
 //! - [`files::AtomicFile`]: an output file that appears complete or not at all (temporary
 //!   beside it, flushed, renamed into place), for every workload's results and ledgers.
+//! - [`npy`]: the one checked reader and writer of float64 / complex128 `.npy` files, which
+//!   trusts no size in a header, shared by the workloads and the command line.
 //!
 //! All sizes are in bytes (`u64`). Every error is a [`PlanError`] whose message names the
 //! objects and carries the numbers ("needs 41.2 GiB per device, 12.0 GiB free").
@@ -49,6 +51,7 @@ mod budget;
 mod chunk;
 mod error;
 pub mod files;
+pub mod npy;
 mod object;
 mod placement;
 mod report;

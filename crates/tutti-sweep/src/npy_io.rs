@@ -5,12 +5,12 @@
 //! the first Dl and the last Dr are 1.
 
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom};
+use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use crossbeam_channel::bounded;
-use npyz::WriterBuilder;
 use num_complex::Complex64;
+use tutti_plan::npy::{self, NpyError};
 
 use crate::layer::{CoreStream, Layer};
 use crate::memory::try_with_capacity;
@@ -20,14 +20,8 @@ use crate::train::{
 };
 use crate::{Scalar, SweepError};
 
-/// The element type of a `.npy` file.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FileDtype {
-    /// `<f8`.
-    Float64,
-    /// `<c16`.
-    Complex128,
-}
+/// The element type of a `.npy` file: float64 (`<f8`) or complex128 (`<c16`).
+pub use tutti_plan::npy::Dtype as FileDtype;
 
 /// A train stored as a directory of `.npy` files, opened but not read.
 ///
@@ -43,321 +37,54 @@ pub struct NpyTrain {
     dtypes: Vec<FileDtype>,
 }
 
+/// What the sweep needs of a checked `.npy` header.
 struct Header {
     shape: Vec<usize>,
     dtype: FileDtype,
     data_offset: u64,
 }
 
-/// The magic string every `.npy` file starts with.
-const MAGIC: &[u8; 6] = b"\x93NUMPY";
-
-/// Reads and checks the header of the `.npy` file of `site`, without trusting any size in it.
+/// Reads and checks the header of the `.npy` file of `site` ([`npy::read_header`]: nothing in
+/// it is trusted), and what the sweep needs besides: C order and a core that fits in memory.
 ///
-/// The header dict is scanned here (not evaluated by a general parser) so that a shape whose
-/// product overflows is refused before anything multiplies it: a `BadShape` naming the file
-/// and the dims. Errors also for a bad magic string or version, a header longer than the file,
-/// a dtype other than float64/complex128 (little endian), Fortran order, and a data section
-/// shorter than the shape needs (truncated; the message gives the expected size).
+/// Errors: a shape whose bytes overflow or whose entries exceed [`MAX_CORE_ENTRIES`] is a
+/// `BadShape` naming the file and the dims; a bad magic string or version, a header longer
+/// than the file, a dtype other than float64/complex128 (little endian), Fortran order, and a
+/// data section shorter than the shape needs (truncated; the message gives the expected size)
+/// are `File` errors.
 fn read_header(path: &Path, site: usize) -> Result<Header, SweepError> {
-    let mut file = File::open(path).map_err(|e| SweepError::io(path, e))?;
-    let file_len = file.metadata().map_err(|e| SweepError::io(path, e))?.len();
-    let mut prefix = [0u8; 12];
-    file.read_exact(&mut prefix)
-        .map_err(|_| SweepError::file(path, "truncated: shorter than an .npy header"))?;
-    if &prefix[..6] != MAGIC {
-        return Err(SweepError::file(
-            path,
-            "not a readable .npy file: the magic string \\x93NUMPY is missing",
-        ));
-    }
-    // The header length: 2 bytes in version 1, 4 in versions 2 and 3.
-    let (text_start, text_len) = match prefix[6] {
-        1 => (10u64, u64::from(u16::from_le_bytes([prefix[8], prefix[9]]))),
-        2 | 3 => (
-            12u64,
-            u64::from(u32::from_le_bytes([
-                prefix[8], prefix[9], prefix[10], prefix[11],
-            ])),
-        ),
-        version => {
-            return Err(SweepError::file(
-                path,
-                format!("not a readable .npy file: format version {version}, expected 1, 2 or 3"),
-            ))
-        }
-    };
-    let data_offset = text_start + text_len;
-    if data_offset > file_len {
-        return Err(SweepError::file(
-            path,
-            format!("truncated: {file_len} bytes, shorter than its {data_offset}-byte header"),
-        ));
-    }
-    // Bounded by the file's length (checked above).
-    let mut text = Vec::new();
-    file.seek(SeekFrom::Start(text_start))
-        .map_err(|e| SweepError::io(path, e))?;
-    file.take(text_len)
-        .read_to_end(&mut text)
-        .map_err(|e| SweepError::io(path, e))?;
-    let dict = scan_header(&text)
-        .map_err(|e| SweepError::file(path, format!("not a readable .npy file: {e}")))?;
-    let dtype = match dict.descr.as_str() {
-        "<f8" => FileDtype::Float64,
-        "<c16" => FileDtype::Complex128,
-        other => {
-            return Err(SweepError::file(
-                path,
-                format!("dtype {other}: expected float64 (<f8) or complex128 (<c16)"),
-            ))
-        }
-    };
-    let dims: Vec<usize> = dict
-        .shape
-        .iter()
-        .map(|&d| usize::try_from(d).unwrap_or(usize::MAX))
-        .collect();
-    if dict.fortran_order && dims.iter().filter(|&&d| d > 1).count() > 1 {
-        return Err(SweepError::file(path, "Fortran order: expected C order"));
-    }
-    let item: u64 = match dtype {
-        FileDtype::Float64 => 8,
-        FileDtype::Complex128 => 16,
-    };
-    let too_large = || SweepError::BadShape {
+    let too_large = |shape: Vec<usize>| SweepError::BadShape {
         train: path.display().to_string(),
         site,
-        shape: dims.clone(),
+        shape,
         expected: "dims whose product (the number of entries, and its bytes) fits in memory"
             .to_string(),
     };
-    let entries = checked_product(&dims)
-        .filter(|&n| n <= MAX_CORE_ENTRIES)
-        .ok_or_else(too_large)?;
-    let expected = (entries as u64)
-        .checked_mul(item)
-        .and_then(|bytes| bytes.checked_add(data_offset))
-        .ok_or_else(too_large)?;
-    if file_len < expected {
-        return Err(SweepError::file(
-            path,
-            format!("truncated: {file_len} bytes, expected {expected} for shape {dims:?}"),
-        ));
+    let header = npy::read_header(path).map_err(|error| match error {
+        NpyError::TooLarge { shape, .. } => too_large(dims(&shape)),
+        NpyError::Io { path, source } => SweepError::io(path, source),
+        other => SweepError::file(other.path(), other.detail()),
+    })?;
+    if !header.is_c_order() {
+        return Err(SweepError::file(path, "Fortran order: expected C order"));
+    }
+    let shape = dims(&header.shape);
+    if checked_product(&shape).is_none_or(|entries| entries > MAX_CORE_ENTRIES) {
+        return Err(too_large(shape));
     }
     Ok(Header {
-        shape: dims,
-        dtype,
-        data_offset,
+        shape,
+        dtype: header.dtype,
+        data_offset: header.data_offset,
     })
 }
 
-/// What a `.npy` header dict says.
-#[derive(Debug, PartialEq)]
-struct HeaderDict {
-    descr: String,
-    fortran_order: bool,
-    shape: Vec<u64>,
-}
-
-/// A value of the header's Python literal, as far as this reader needs one.
-#[derive(Debug, PartialEq)]
-enum Literal {
-    Str(String),
-    /// A non-negative integer; `None` when it does not fit in `u64`.
-    Int(Option<u64>),
-    Negative,
-    Word(String),
-    Sequence(Vec<Literal>),
-}
-
-/// Scans the header dict (`{'descr': '<f8', 'fortran_order': False, 'shape': (1, 2, 1), }`,
-/// as numpy writes it): string keys, values strings, words (`True`, `False`), integers and
-/// tuples or lists of them; each key at most once.
-fn scan_header(text: &[u8]) -> Result<HeaderDict, String> {
-    let mut scanner = Scanner { text, at: 0 };
-    scanner.expect(b'{')?;
-    let (mut descr, mut fortran_order, mut shape) = (None, None, None);
-    loop {
-        if scanner.eat(b'}') {
-            break;
-        }
-        let key = match scanner.value(0)? {
-            Literal::Str(key) => key,
-            other => return Err(format!("a header key is {other:?}, expected a string")),
-        };
-        scanner.expect(b':')?;
-        let value = scanner.value(0)?;
-        let fresh = match key.as_str() {
-            "descr" => match value {
-                Literal::Str(d) => descr.replace(d).is_none(),
-                other => {
-                    return Err(format!(
-                        "dtype {other:?}: expected float64 (<f8) or complex128 (<c16)"
-                    ))
-                }
-            },
-            "fortran_order" => match value {
-                Literal::Word(w) if w == "True" || w == "False" => {
-                    fortran_order.replace(w == "True").is_none()
-                }
-                other => return Err(format!("fortran_order is {other:?}, expected a bool")),
-            },
-            "shape" => match value {
-                Literal::Sequence(items) => {
-                    let dims = items
-                        .iter()
-                        .map(|item| match item {
-                            Literal::Int(Some(d)) => Ok(*d),
-                            Literal::Int(None) => Err("a dimension does not fit in 64 bits"),
-                            Literal::Negative => Err("a dimension is negative"),
-                            _ => Err("shape must be a tuple of integers"),
-                        })
-                        .collect::<Result<Vec<u64>, _>>()?;
-                    shape.replace(dims).is_none()
-                }
-                _ => return Err("shape must be a tuple of integers".into()),
-            },
-            _ => true,
-        };
-        if !fresh {
-            return Err(format!("the key '{key}' appears twice"));
-        }
-        if !scanner.eat(b',') {
-            scanner.expect(b'}')?;
-            break;
-        }
-    }
-    if !scanner.rest_is_blank() {
-        return Err("text after the header dict".into());
-    }
-    Ok(HeaderDict {
-        descr: descr.ok_or("the header has no 'descr'")?,
-        fortran_order: fortran_order.ok_or("the header has no 'fortran_order'")?,
-        shape: shape.ok_or("the header has no 'shape'")?,
-    })
-}
-
-/// A cursor over the header text.
-struct Scanner<'a> {
-    text: &'a [u8],
-    at: usize,
-}
-
-impl Scanner<'_> {
-    /// Nesting deeper than this is refused (a header needs two levels at most).
-    const MAX_DEPTH: usize = 8;
-
-    fn skip_blank(&mut self) {
-        while self.at < self.text.len() && self.text[self.at].is_ascii_whitespace() {
-            self.at += 1;
-        }
-    }
-
-    fn rest_is_blank(&mut self) -> bool {
-        self.skip_blank();
-        self.at == self.text.len()
-    }
-
-    /// Consumes `byte` (after blanks) if it comes next.
-    fn eat(&mut self, byte: u8) -> bool {
-        self.skip_blank();
-        let next = self.text.get(self.at) == Some(&byte);
-        if next {
-            self.at += 1;
-        }
-        next
-    }
-
-    fn expect(&mut self, byte: u8) -> Result<(), String> {
-        if self.eat(byte) {
-            Ok(())
-        } else {
-            Err(format!(
-                "expected '{}' at byte {} of the header",
-                char::from(byte),
-                self.at
-            ))
-        }
-    }
-
-    fn value(&mut self, depth: usize) -> Result<Literal, String> {
-        self.skip_blank();
-        let start = self.at;
-        let Some(&first) = self.text.get(start) else {
-            return Err("the header ends inside the dict".into());
-        };
-        match first {
-            b'\'' | b'"' => {
-                let len = self.text[start + 1..]
-                    .iter()
-                    .position(|&b| b == first || b == b'\\')
-                    .filter(|&len| self.text[start + 1 + len] == first)
-                    .ok_or("an unterminated (or escaped) string in the header")?;
-                self.at = start + 2 + len;
-                let body = &self.text[start + 1..start + 1 + len];
-                Ok(Literal::Str(String::from_utf8_lossy(body).into_owned()))
-            }
-            b'(' | b'[' => {
-                if depth >= Self::MAX_DEPTH {
-                    return Err("the header nests too deeply".into());
-                }
-                let close = if first == b'(' { b')' } else { b']' };
-                self.at += 1;
-                let mut items = Vec::new();
-                loop {
-                    if self.eat(close) {
-                        break;
-                    }
-                    items.push(self.value(depth + 1)?);
-                    if !self.eat(b',') {
-                        self.expect(close)?;
-                        break;
-                    }
-                }
-                Ok(Literal::Sequence(items))
-            }
-            b'0'..=b'9' | b'-' | b'+' => {
-                self.at += 1;
-                let digits_start = if first.is_ascii_digit() {
-                    start
-                } else {
-                    start + 1
-                };
-                while self.text.get(self.at).is_some_and(u8::is_ascii_digit) {
-                    self.at += 1;
-                }
-                let digits = &self.text[digits_start..self.at];
-                if digits.is_empty() {
-                    return Err(format!("a lone '{}' in the header", char::from(first)));
-                }
-                let value = digits.iter().try_fold(0u64, |acc, &d| {
-                    acc.checked_mul(10)?.checked_add(u64::from(d - b'0'))
-                });
-                if first == b'-' && value != Some(0) {
-                    Ok(Literal::Negative)
-                } else {
-                    Ok(Literal::Int(value))
-                }
-            }
-            b'A'..=b'Z' | b'a'..=b'z' | b'_' => {
-                while self
-                    .text
-                    .get(self.at)
-                    .is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_')
-                {
-                    self.at += 1;
-                }
-                Ok(Literal::Word(
-                    String::from_utf8_lossy(&self.text[start..self.at]).into_owned(),
-                ))
-            }
-            other => Err(format!(
-                "unexpected character {:?} at byte {start} of the header",
-                char::from(other)
-            )),
-        }
-    }
+/// The dims as `usize` (`usize::MAX` for one that does not fit, which no product passes).
+fn dims(shape: &[u64]) -> Vec<usize> {
+    shape
+        .iter()
+        .map(|&d| usize::try_from(d).unwrap_or(usize::MAX))
+        .collect()
 }
 
 impl NpyTrain {
@@ -731,22 +458,30 @@ fn write_files<T: Scalar>(train: &TensorTrain<T>, dir: &Path) -> Result<(), Swee
             .into_iter()
             .map(|d| d as u64)
             .collect();
+        let dtype = if T::COMPLEX {
+            FileDtype::Complex128
+        } else {
+            FileDtype::Float64
+        };
+        let header = npy::header_bytes(dtype, &shape).map_err(|e| SweepError::io(&path, e))?;
         let file = File::options()
             .write(true)
             .create_new(true)
             .open(&path)
             .map_err(|e| SweepError::io(&path, e))?;
         let mut out = BufWriter::new(file);
-        let mut writer = npyz::WriteOptions::<T>::new()
-            .default_dtype()
-            .shape(&shape)
-            .writer(&mut out)
-            .begin_nd()
+        out.write_all(&header)
             .map_err(|e| SweepError::io(&path, e))?;
-        writer
-            .extend(core.data.iter().copied())
-            .map_err(|e| SweepError::io(&path, e))?;
-        writer.finish().map_err(|e| SweepError::io(&path, e))?;
+        for &x in &core.data {
+            let z = x.to_complex();
+            let written = if T::COMPLEX {
+                out.write_all(&z.re.to_le_bytes())
+                    .and_then(|()| out.write_all(&z.im.to_le_bytes()))
+            } else {
+                out.write_all(&z.re.to_le_bytes())
+            };
+            written.map_err(|e| SweepError::io(&path, e))?;
+        }
         let file = out
             .into_inner()
             .map_err(|e| SweepError::io(&path, e.into_error()))?;
