@@ -1,17 +1,14 @@
 //! `tutti sparse`: solve a sparse linear system by a multifrontal LU split among devices
 //! (`solve`), or print what its analysis predicts (`info`).
 
-use std::fs::File;
-use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
 use clap::{ArgGroup, Args, Subcommand, ValueEnum};
-use npyz::WriterBuilder;
 use serde_json::{json, Value};
 use tutti_backend::{format_bytes, GpuUse, Resources};
-use tutti_plan::files::AtomicFile;
+use tutti_plan::npy;
 use tutti_plan::Tier;
 use tutti_sparse::ordering::{grid_dissection, nested_dissection, Grid, OrderingOptions};
 use tutti_sparse::{
@@ -29,9 +26,6 @@ const GPU_USE: GpuUse = GpuUse::HostOnly;
 
 /// The device counts `tutti sparse info` plans for.
 const INFO_DEVICE_COUNTS: [usize; 3] = [1, 2, 4];
-
-/// The longest `.npy` header read: numpy's own reader refuses longer ones by default.
-const MAX_NPY_HEADER: u64 = 10_000;
 
 /// Options of `tutti sparse`.
 #[derive(Args)]
@@ -173,6 +167,7 @@ impl From<SparseError> for Failure {
         match error {
             SparseError::Plan(error) => Failure::from(error).context("memory plan"),
             SparseError::InvalidMatrix { .. }
+            | SparseError::InvalidArgument { .. }
             | SparseError::NotSquare { .. }
             | SparseError::NonFinite { .. }
             | SparseError::NonFiniteRightHandSide { .. }
@@ -342,9 +337,9 @@ impl Problem {
                         models::reaction_diffusion(dims, *species, *shift)
                     }
                 };
-                // The models report bad arguments as an invalid matrix: name the flag instead.
+                // The models' bad arguments: name the flag.
                 built.map_err(|error| match error {
-                    SparseError::InvalidMatrix { detail } => {
+                    SparseError::InvalidArgument { detail } => {
                         Failure::input(format!("`--model {}`: {detail}", model.name()))
                     }
                     other => {
@@ -443,8 +438,8 @@ fn analyse_problem(problem: &Problem) -> Result<Analysed, Failure> {
         problem.ordering.name()
     );
     let ordering_failure = |error: SparseError| match error {
-        // The orderings report a bad block or grid as an invalid matrix: name the option.
-        SparseError::InvalidMatrix { detail } => Failure::input(format!(
+        // A bad block or grid: name the option.
+        SparseError::InvalidArgument { detail } => Failure::input(format!(
             "`--ordering {}`: {detail}",
             problem.ordering.name()
         )),
@@ -666,151 +661,19 @@ fn transpose(values: &[f64], rows: usize, columns: usize) -> Vec<f64> {
     out
 }
 
-/// Reads a float64 C-order `.npy` array and its shape. Errors (input, naming the file): an
-/// unreadable or malformed file, a header that claims more entries than 64 bits count, a
-/// dtype other than float64, Fortran order, a data section shorter than the shape needs.
+/// Reads a float64 C-order `.npy` array and its shape ([`tutti_plan::npy::read_f64`]).
+/// Errors (input, naming the file): an unreadable or malformed file, a header that claims
+/// more entries than 64 bits count, a dtype other than float64, Fortran order, a data section
+/// shorter than the shape needs.
 fn read_npy_f64(path: &Path) -> Result<(Vec<u64>, Vec<f64>), Failure> {
-    let bad = |message: String| Failure::input(format!("{}: {message}", path.display()));
-    let header_len = check_npy_header(path)?;
-    let file = File::open(path).map_err(|e| bad(e.to_string()))?;
-    let file_len = file.metadata().map_err(|e| bad(e.to_string()))?.len();
-    let npy = npyz::NpyFile::new(BufReader::new(file)).map_err(|e| bad(e.to_string()))?;
-    let shape = npy.shape().to_vec();
-    let float64 = npyz::DType::Plain("<f8".parse().map_err(|e| bad(format!("{e}")))?);
-    if npy.dtype() != float64 {
-        return Err(bad(format!(
-            "expected dtype float64 ('<f8'), got {}",
-            npy.dtype().descr()
-        )));
-    }
-    if npy.order() != npyz::Order::C {
-        return Err(bad("expected C order, got Fortran order".into()));
-    }
-    // Every entry must be there before any is read: 8 bytes each after the header.
-    let entries = shape.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d));
-    let expected = entries
-        .and_then(|e| e.checked_mul(8))
-        .and_then(|bytes| bytes.checked_add(header_len));
-    match expected {
-        Some(expected) if file_len >= expected => {}
-        Some(expected) => {
-            return Err(bad(format!(
-                "truncated: {file_len} bytes, expected {expected} for shape {shape:?}"
-            )))
-        }
-        None => return Err(bad(format!("shape {shape:?}: too many entries"))),
-    }
-    let values = npy.into_vec::<f64>().map_err(|e| bad(e.to_string()))?;
-    Ok((shape, values))
-}
-
-/// Checks an `.npy` header before npyz parses it (its shape product would overflow, and
-/// panic, on a hostile header): the header's length, at most [`MAX_NPY_HEADER`] bytes and
-/// within the file, brackets nested at most two deep (a float64 header's dict and shape),
-/// and shape entries whose product fits in 64 bits. Returns the bytes before the data; a
-/// file that is not an `.npy` at all is left to npyz's message.
-fn check_npy_header(path: &Path) -> Result<u64, Failure> {
-    let bad = |message: String| Failure::input(format!("{}: {message}", path.display()));
-    let mut file = File::open(path).map_err(|e| bad(e.to_string()))?;
-    let file_len = file.metadata().map_err(|e| bad(e.to_string()))?.len();
-    let mut prefix = [0u8; 12];
-    if file.read_exact(&mut prefix).is_err() || &prefix[..6] != b"\x93NUMPY" {
-        return Ok(0);
-    }
-    let (start, len) = match prefix[6] {
-        1 => (10, u64::from(u16::from_le_bytes([prefix[8], prefix[9]]))),
-        2 | 3 => (
-            12,
-            u64::from(u32::from_le_bytes([
-                prefix[8], prefix[9], prefix[10], prefix[11],
-            ])),
-        ),
-        // Not a version there is: npyz says so.
-        _ => return Ok(0),
-    };
-    if len > MAX_NPY_HEADER {
-        return Err(bad(format!(
-            "a header of {len} bytes, more than the {MAX_NPY_HEADER} a float64 array needs"
-        )));
-    }
-    if start + len > file_len {
-        return Err(bad(format!(
-            "truncated: {file_len} bytes, shorter than its {}-byte header",
-            start + len
-        )));
-    }
-    let mut text = Vec::new();
-    file.seek(SeekFrom::Start(start))
-        .and_then(|_| file.take(len).read_to_end(&mut text))
-        .map_err(|e| bad(e.to_string()))?;
-    let mut depth = 0usize;
-    let mut product: Option<u64> = Some(1);
-    let mut at = 0;
-    while at < text.len() {
-        match text[at] {
-            quote @ (b'\'' | b'"') => {
-                at += 1;
-                while at < text.len() && text[at] != quote {
-                    at += if text[at] == b'\\' { 2 } else { 1 };
-                }
-            }
-            b'(' | b'[' | b'{' => {
-                depth += 1;
-                if depth > 2 {
-                    return Err(bad(
-                        "the header nests brackets more than 2 deep; expected a float64 array \
-                         header"
-                            .into(),
-                    ));
-                }
-            }
-            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
-            b'0'..=b'9' => {
-                let digits = at;
-                while at + 1 < text.len() && text[at + 1].is_ascii_digit() {
-                    at += 1;
-                }
-                if depth == 2 {
-                    let value = text[digits..=at].iter().try_fold(0u64, |acc, &d| {
-                        acc.checked_mul(10)?.checked_add(u64::from(d - b'0'))
-                    });
-                    product = product
-                        .zip(value)
-                        .and_then(|(p, v)| p.checked_mul(v.max(1)));
-                    if product.is_none() {
-                        return Err(bad(format!(
-                            "the header claims a shape whose number of entries overflows: {}",
-                            String::from_utf8_lossy(&text).trim()
-                        )));
-                    }
-                }
-            }
-            _ => {}
-        }
-        at += 1;
-    }
-    Ok(start + len)
+    npy::read_f64(path).map_err(|error| Failure::input(error.to_string()))
 }
 
 /// Writes `values` as a float64 C-order `.npy` of `shape` at `path`, atomically (a
 /// temporary beside it, renamed into place once complete). Errors are computation
 /// failures: the outputs are written after the work.
 fn write_npy_f64(path: &Path, shape: &[u64], values: &[f64]) -> Result<(), Failure> {
-    let failed = |e: std::io::Error| Failure::computation(format!("{}: {e}", path.display()));
-    let file = AtomicFile::create(path).map_err(failed)?;
-    {
-        let mut out = BufWriter::new(file.as_file());
-        let mut writer = npyz::WriteOptions::new()
-            .default_dtype()
-            .shape(shape)
-            .writer(&mut out)
-            .begin_nd()
-            .map_err(failed)?;
-        writer.extend(values.iter().copied()).map_err(failed)?;
-        writer.finish().map_err(failed)?;
-        out.flush().map_err(failed)?;
-    }
-    file.commit().map_err(failed)
+    npy::write_f64(path, shape, values).map_err(|error| Failure::computation(error.to_string()))
 }
 
 /// `max_j ||A x_j - b_j||_inf / (||A||_inf ||x_j||_inf)` over the columns of `x` and `b`

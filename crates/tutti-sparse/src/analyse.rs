@@ -51,7 +51,7 @@ pub fn analyse(a: &CsrMatrix, method: &OrderingMethod) -> Result<Arc<Symbolic>, 
         OrderingMethod::Given(tree) => tree.clone(),
     };
     if tree.unknowns() != a.rows() {
-        return Err(SparseError::invalid(format!(
+        return Err(SparseError::argument(format!(
             "an ordering of {} unknowns for a {} x {} matrix",
             tree.unknowns(),
             a.rows(),

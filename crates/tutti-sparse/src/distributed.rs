@@ -281,7 +281,7 @@ impl SplitFactorization {
         resources: &Resources,
     ) -> Result<Self, SparseError> {
         if group.is_spanning() {
-            return Err(SparseError::invalid(
+            return Err(SparseError::argument(
                 "a group spanning processes keeps its factors inside its run: call factor_on there",
             ));
         }
@@ -309,7 +309,7 @@ impl SplitFactorization {
         options: &SolveOptions,
     ) -> Result<SolveInfo, SparseError> {
         if group.size() != self.parts.len() || group.is_spanning() {
-            return Err(SparseError::invalid(format!(
+            return Err(SparseError::argument(format!(
                 "factored on {} ranks, solved on a group of {}",
                 self.parts.len(),
                 group.size()

@@ -12,6 +12,13 @@ pub enum SparseError {
         /// What is inconsistent (lengths, order, an index out of range).
         detail: String,
     },
+    /// An argument other than the matrix is invalid: an ordering's or a model's parameters,
+    /// a tree that does not fit the matrix, a group of the wrong size.
+    #[error("invalid argument: {detail}")]
+    InvalidArgument {
+        /// Which argument, its value and what was expected.
+        detail: String,
+    },
     /// A square matrix was needed.
     #[error("the matrix is {rows} x {cols}: a square matrix is needed")]
     NotSquare {
@@ -119,6 +126,13 @@ impl SparseError {
     /// An [`SparseError::InvalidMatrix`] with `detail`.
     pub(crate) fn invalid(detail: impl Into<String>) -> Self {
         Self::InvalidMatrix {
+            detail: detail.into(),
+        }
+    }
+
+    /// An [`SparseError::InvalidArgument`] with `detail`.
+    pub(crate) fn argument(detail: impl Into<String>) -> Self {
+        Self::InvalidArgument {
             detail: detail.into(),
         }
     }

@@ -73,7 +73,7 @@ impl Graph {
         for (v, list) in lists.iter().enumerate() {
             for &w in list {
                 if w >= n {
-                    return Err(SparseError::invalid(format!(
+                    return Err(SparseError::argument(format!(
                         "vertex {v} has neighbour {w}, out of range for {n} vertices"
                     )));
                 }

@@ -99,7 +99,7 @@ pub fn reaction_diffusion(
 ) -> Result<CsrMatrix, SparseError> {
     let grid = Grid::new(dims)?;
     if species == 0 {
-        return Err(SparseError::invalid(
+        return Err(SparseError::argument(
             "a reaction-diffusion model needs at least one species",
         ));
     }
@@ -162,7 +162,7 @@ pub fn brusselator_jacobian(
     v: &[f64],
 ) -> Result<CsrMatrix, SparseError> {
     if n < 3 {
-        return Err(SparseError::invalid(format!(
+        return Err(SparseError::argument(format!(
             "the Brusselator grid is {n} x {n}: at least 3 x 3 is needed"
         )));
     }
@@ -178,7 +178,7 @@ pub fn brusselator_jacobian(
     check_finite("alpha", alpha)?;
     for (name, state) in [("u", u), ("v", v)] {
         if let Some(k) = state.iter().position(|value| !value.is_finite()) {
-            return Err(SparseError::invalid(format!(
+            return Err(SparseError::argument(format!(
                 "the Brusselator state {name}[{k}] is {}: the state must be finite",
                 state[k]
             )));
@@ -241,13 +241,13 @@ struct Step {
 impl Grid {
     fn new(dims: &[usize]) -> Result<Self, SparseError> {
         if dims.is_empty() || dims.len() > 3 {
-            return Err(SparseError::invalid(format!(
+            return Err(SparseError::argument(format!(
                 "a grid of {} dimensions: 1, 2 or 3 are supported",
                 dims.len()
             )));
         }
         if let Some(axis) = dims.iter().position(|&n| n == 0) {
-            return Err(SparseError::invalid(format!(
+            return Err(SparseError::argument(format!(
                 "the grid {dims:?} has no point along axis {axis}"
             )));
         }
@@ -377,7 +377,7 @@ fn check_finite(name: &str, value: f64) -> Result<(), SparseError> {
     if value.is_finite() {
         Ok(())
     } else {
-        Err(SparseError::invalid(format!(
+        Err(SparseError::argument(format!(
             "{name} is {value}: a finite number is needed"
         )))
     }

@@ -58,12 +58,12 @@ pub fn nested_dissection(
 ) -> Result<SeparatorTree, SparseError> {
     let block = options.block;
     if block == 0 {
-        return Err(SparseError::invalid(
+        return Err(SparseError::argument(
             "the block size is 0: a point holds at least one unknown",
         ));
     }
     if !graph.vertices().is_multiple_of(block) {
-        return Err(SparseError::invalid(format!(
+        return Err(SparseError::argument(format!(
             "{} unknowns are not a whole number of blocks of {block}",
             graph.vertices()
         )));
@@ -130,25 +130,25 @@ impl Grid {
     /// The grid's sizes, checked.
     fn shape(&self) -> Result<GridShape, SparseError> {
         if self.dims.is_empty() || self.dims.len() > 3 {
-            return Err(SparseError::invalid(format!(
+            return Err(SparseError::argument(format!(
                 "a grid has 1, 2 or 3 axes, not {}",
                 self.dims.len()
             )));
         }
         if self.periodic.len() != self.dims.len() {
-            return Err(SparseError::invalid(format!(
+            return Err(SparseError::argument(format!(
                 "the grid has {} axes but {} periodicity flags",
                 self.dims.len(),
                 self.periodic.len()
             )));
         }
         if let Some(axis) = self.dims.iter().position(|&n| n == 0) {
-            return Err(SparseError::invalid(format!(
+            return Err(SparseError::argument(format!(
                 "axis {axis} of the grid has length 0"
             )));
         }
         if self.block == 0 {
-            return Err(SparseError::invalid(
+            return Err(SparseError::argument(
                 "the block size is 0: a point holds at least one unknown",
             ));
         }

@@ -58,14 +58,14 @@ impl SeparatorTree {
         let mut inverse = vec![usize::MAX; n];
         for (new, &old) in order.iter().enumerate() {
             if old >= n || inverse[old] != usize::MAX {
-                return Err(SparseError::invalid(format!(
+                return Err(SparseError::argument(format!(
                     "the order is not a permutation of 0..{n} (entry {new} is {old})"
                 )));
             }
             inverse[old] = new;
         }
         if ranges.len() != parents.len() {
-            return Err(SparseError::invalid(format!(
+            return Err(SparseError::argument(format!(
                 "{} node ranges but {} parents",
                 ranges.len(),
                 parents.len()
@@ -74,14 +74,14 @@ impl SeparatorTree {
         let mut next = 0;
         for (i, &(first, end)) in ranges.iter().enumerate() {
             if first != next || end < first || end > n {
-                return Err(SparseError::invalid(format!(
+                return Err(SparseError::argument(format!(
                     "node {i} holds {first}..{end}, expected to start at {next}"
                 )));
             }
             next = end;
         }
         if next != n {
-            return Err(SparseError::invalid(format!(
+            return Err(SparseError::argument(format!(
                 "the nodes hold {next} of {n} unknowns"
             )));
         }
@@ -99,7 +99,7 @@ impl SeparatorTree {
         for i in 0..nodes.len() {
             if let Some(p) = nodes[i].parent {
                 if p <= i || p >= nodes.len() {
-                    return Err(SparseError::invalid(format!(
+                    return Err(SparseError::argument(format!(
                         "node {i} has parent {p}: parents come after their children"
                     )));
                 }
@@ -116,7 +116,7 @@ impl SeparatorTree {
             let mut expected = node.subtree_first;
             for &c in &node.children {
                 if nodes[c].subtree_first != expected {
-                    return Err(SparseError::invalid(format!(
+                    return Err(SparseError::argument(format!(
                         "node {i}'s subtree is not consecutive (child {c} starts at {}, \
                          expected {expected})",
                         nodes[c].subtree_first
@@ -125,7 +125,7 @@ impl SeparatorTree {
                 expected = nodes[c].end;
             }
             if expected != node.first {
-                return Err(SparseError::invalid(format!(
+                return Err(SparseError::argument(format!(
                     "node {i}'s unknowns start at {} but its children end at {expected}",
                     node.first
                 )));
@@ -180,7 +180,7 @@ impl SeparatorTree {
     /// Errors: a graph of another size; the first edge that crosses between two subtrees.
     pub fn check(&self, graph: &Graph) -> Result<(), SparseError> {
         if graph.vertices() != self.unknowns() {
-            return Err(SparseError::invalid(format!(
+            return Err(SparseError::argument(format!(
                 "a tree of {} unknowns for a graph of {} vertices",
                 self.unknowns(),
                 graph.vertices()
@@ -196,7 +196,7 @@ impl SeparatorTree {
                 let (low, high) = (u.min(v), u.max(v));
                 let node = &self.nodes[node_of[high]];
                 if low < node.subtree_first {
-                    return Err(SparseError::invalid(format!(
+                    return Err(SparseError::argument(format!(
                         "edge ({old}, {w}) joins node {} to node {}, which are not on one \
                          root path",
                         node_of[low], node_of[high]

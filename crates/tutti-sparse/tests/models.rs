@@ -397,7 +397,7 @@ fn malformed_arguments_are_errors() {
     ];
     for result in invalid {
         assert!(
-            matches!(result, Err(SparseError::InvalidMatrix { .. })),
+            matches!(result, Err(SparseError::InvalidArgument { .. })),
             "{result:?}"
         );
     }

@@ -221,7 +221,7 @@ fn invalid_blocks_are_refused() {
         assert!(
             matches!(
                 nested_dissection(&g, &options(4, block)),
-                Err(SparseError::InvalidMatrix { .. })
+                Err(SparseError::InvalidArgument { .. })
             ),
             "block {block}"
         );
@@ -269,13 +269,13 @@ fn invalid_grids_are_refused() {
     ];
     for g in &invalid {
         assert!(
-            matches!(g.graph(), Err(SparseError::InvalidMatrix { .. })),
+            matches!(g.graph(), Err(SparseError::InvalidArgument { .. })),
             "{g:?}"
         );
         assert!(
             matches!(
                 grid_dissection(g, 4),
-                Err(SparseError::InvalidMatrix { .. })
+                Err(SparseError::InvalidArgument { .. })
             ),
             "{g:?}"
         );
