@@ -95,6 +95,12 @@ enum TuttiStatus
      * and gives its error's text. Every other process of the call returns this.
      */
     TUTTI_ERROR_REMOTE = -10,
+    /**
+     * The matrix is singular: structurally (an empty row or column: no pivot order makes
+     * it regular) or numerically (pivots were perturbed and the solution's backward error
+     * stayed above 1e-10). The message says which.
+     */
+    TUTTI_ERROR_SINGULAR = -11,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -214,6 +220,40 @@ typedef enum TuttiDtype TuttiDtype;
 typedef int32_t TuttiDtype;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
+
+/**
+ * How a matrix's arrays are compressed; passed as an `int`.
+ */
+enum TuttiSparseLayout
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : int32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+    /**
+     * Compressed rows: `pointers` has `n + 1` entries, `indices` holds column indices.
+     */
+    TUTTI_SPARSE_CSR = 0,
+    /**
+     * Compressed columns: `pointers` has `n + 1` entries, `indices` holds row indices.
+     */
+    TUTTI_SPARSE_CSC = 1,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum TuttiSparseLayout TuttiSparseLayout;
+#else
+typedef int32_t TuttiSparseLayout;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * A sparse factorization, opaque to C: the analysed pattern, the devices, and (once
+ * factored) the factors.
+ *
+ * Made by `tutti_sparse_analyse`; released exactly once with `tutti_sparse_free`. Calls on
+ * one handle from several threads are serialised by a lock inside it.
+ */
+typedef struct TuttiSparse TuttiSparse;
 
 /**
  * A tensor train (MPS or MPO, float64 or complex128), opaque to C.
@@ -790,6 +830,133 @@ typedef struct TuttiFmmOptions {
 } TuttiFmmOptions;
 
 /**
+ * Options of `tutti_sparse_analyse`. Start from `tutti_sparse_options_default`.
+ */
+typedef struct TuttiSparseOptions {
+    /**
+     * Where the factorization runs: its subtrees are split among these devices (default:
+     * `tutti_resources_default`). Factors and solutions are bit-identical for any device
+     * count. The factor storage of each device is checked against
+     * `resources.device_memory_bytes` when the pattern is analysed: a factorization that
+     * does not fit is refused there (`TUTTI_ERROR_OUT_OF_MEMORY`, with the plan's numbers),
+     * before any numeric work. `resources.world` must be NULL (split among MPI processes is
+     * not supported yet: `TUTTI_ERROR_UNSUPPORTED`).
+     */
+    struct TuttiResources resources;
+    /**
+     * `TUTTI_SPARSE_CSR` (default) or `TUTTI_SPARSE_CSC`.
+     */
+    int layout;
+    /**
+     * 0 (default, C) or 1 (Fortran): the value of the first pointer and of the first row
+     * and column index.
+     */
+    int index_base;
+    /**
+     * Unknowns per grid point (default 1): with `block` coupled species per point, numbered
+     * `point * block + species`, the ordering keeps each point's unknowns together.
+     */
+    int block;
+    /**
+     * A connected part of at most this many unknowns is not dissected further (default 64).
+     */
+    int leaf_size;
+    /**
+     * All 0 (default): nested dissection of the matrix's graph. Otherwise the points per
+     * axis of the grid the unknowns live on (1 to 3 axes, unused axes 0; x fastest: point
+     * `x + nx * (y + ny * z)`), ordered by the grid's geometric dissection.
+     */
+    int grid_dims[3];
+    /**
+     * Per grid axis, 1 if it wraps around (periodic), else 0 (default).
+     */
+    int grid_periodic[3];
+    /**
+     * A pivot at most `pivot_tiny * max|A|` in magnitude is perturbed (default machine
+     * epsilon).
+     */
+    double pivot_tiny;
+    /**
+     * The perturbed pivot's magnitude relative to `max|A|` (default `sqrt(eps)`).
+     */
+    double pivot_perturbation;
+    /**
+     * Iterative refinement steps at most in each solve (default 3; 0 solves once).
+     */
+    int max_refinements;
+    /**
+     * Refinement stops below this backward error (default `4 eps`).
+     */
+    double refinement_target;
+} TuttiSparseOptions;
+
+/**
+ * What one solve reached.
+ */
+typedef struct TuttiSparseSolveInfo {
+    /**
+     * Iterative refinement steps taken.
+     */
+    int refinements;
+    /**
+     * The largest backward error over the right-hand sides,
+     * `||b - A x||_inf / (||A||_inf ||x||_inf + ||b||_inf)`.
+     */
+    double backward_error;
+} TuttiSparseSolveInfo;
+
+/**
+ * What `tutti_sparse_info` reports about a handle.
+ */
+typedef struct TuttiSparseInfo {
+    /**
+     * The matrix's order n.
+     */
+    int64_t unknowns;
+    /**
+     * Entries of the pattern, duplicates merged.
+     */
+    int64_t matrix_nnz;
+    /**
+     * Entries of L and U together as stored (the analysis's prediction, exact for this
+     * solver).
+     */
+    int64_t factor_nnz;
+    /**
+     * Floating-point operations of one factorization.
+     */
+    double factor_flops;
+    /**
+     * Floating-point operations of one solve with one right-hand side.
+     */
+    double solve_flops;
+    /**
+     * Fronts of the assembly tree.
+     */
+    int64_t fronts;
+    /**
+     * The largest front's order.
+     */
+    int64_t largest_front;
+    /**
+     * The devices the factorization is split among.
+     */
+    int devices;
+    /**
+     * 1 once `tutti_sparse_factor` has succeeded (and since its last failure), else 0.
+     */
+    int factored;
+    /**
+     * Pivots perturbed by the last factorization.
+     */
+    int64_t perturbed_pivots;
+    /**
+     * The most bytes the plan gives one device (factors, fronts, vectors).
+     */
+    uint64_t device_bytes;
+} TuttiSparseInfo;
+
+/**
  * Diagnostics of one `tutti_src` call, written to `options->info_out` when it is not NULL.
  * Counts of sites refer to the sweep's sites; every field is 0 for a 2-site stack
  * (contracted exactly, `exact_fallback` 1) except `sketch_width`, `devices`, `seconds`,
@@ -1304,6 +1471,106 @@ int tutti_free_c(void *ptr);
  * `resources` is NULL or valid for writing a `TuttiResources`.
  */
 int tutti_resources_default(struct TuttiResources *resources);
+
+/**
+ * Writes the default sparse options to `*options`: the default resources, CSR, 0-based,
+ * nested dissection with blocks of 1 and leaves of 64 unknowns, pivots below `eps max|A|`
+ * perturbed to `sqrt(eps) max|A|`, at most 3 refinement steps down to `4 eps`.
+ *
+ * Errors: `TUTTI_ERROR_NULL_POINTER` for NULL.
+ *
+ * # Safety
+ * `options` is NULL or valid for writing a `TuttiSparseOptions`.
+ */
+int tutti_sparse_options_default(struct TuttiSparseOptions *options);
+
+/**
+ * Analyses the pattern of an `n x n` sparse matrix and makes a factorization handle for it:
+ * the fill-reducing ordering, the assembly tree, the memory plan on the devices of
+ * `options->resources` (a factorization that does not fit is refused here). No values are
+ * needed; factor with `tutti_sparse_factor`, then solve with `tutti_sparse_solve`.
+ *
+ * `pointers` has `n + 1` entries and `indices` has `pointers[n] - index_base` (the
+ * entries, at least 1), per `options->layout` and `options->index_base`; both are read
+ * during the call only.
+ *
+ * Errors: `TUTTI_ERROR_NULL_POINTER`; `TUTTI_ERROR_INVALID_ARGUMENT` for `n < 1`,
+ * pointers that do not start at the base, decrease, an index out of range, bad options,
+ * a grid whose size is not `n`; `TUTTI_ERROR_SINGULAR` for a structurally singular
+ * pattern (an empty row or column); `TUTTI_ERROR_OUT_OF_MEMORY` when the factors do not
+ * fit the devices' memory caps; device selection errors as for every workload;
+ * `TUTTI_ERROR_UNSUPPORTED` for a `resources.world`.
+ *
+ * # Safety
+ * `pointers` holds `n + 1` and `indices` `pointers[n] - index_base` readable `int64_t`s;
+ * `options` is NULL or a valid `TuttiSparseOptions` whose `resources` pointers are NULL or
+ * valid as documented on `TuttiResources`; `handle_out` is NULL or writable.
+ */
+int tutti_sparse_analyse(int64_t n,
+                         const int64_t *pointers,
+                         const int64_t *indices,
+                         const struct TuttiSparseOptions *options,
+                         struct TuttiSparse **handle_out);
+
+/**
+ * Factors the handle's matrix with `values`: `nnz` doubles in the order of the `indices`
+ * given to `tutti_sparse_analyse` (duplicates summed). Call again with new values on the
+ * same pattern to refactor (the numeric phase only: what an implicit integrator does when
+ * its step changes). On failure the handle holds no factors until a factorization succeeds.
+ *
+ * Errors: `TUTTI_ERROR_NULL_POINTER`; `TUTTI_ERROR_INVALID_ARGUMENT` for a handle that is
+ * not live, `nnz` other than the analysed entry count, a value that is not finite (the
+ * message gives its row and column); a rank's failure as a device error. Tiny pivots are
+ * perturbed, not refused: a singular matrix is found by the solve
+ * (`TUTTI_ERROR_SINGULAR`).
+ *
+ * # Safety
+ * `handle` is NULL or a live handle; `values` holds `nnz` readable doubles.
+ */
+int tutti_sparse_factor(struct TuttiSparse *handle, const double *values, int64_t nnz);
+
+/**
+ * Solves `A X = B` in place: `b` holds `n_rhs` right-hand sides column-major (`n x n_rhs`,
+ * column k at `b + k n`) and receives X. Each solve refines iteratively (see
+ * `TuttiSparseOptions`). `info_out` may be NULL; else it gets the refinement steps and the
+ * backward error. `b` is written only on success.
+ *
+ * Errors: `TUTTI_ERROR_NULL_POINTER`; `TUTTI_ERROR_INVALID_ARGUMENT` for a handle not
+ * factored (or whose last factorization failed), `n_rhs < 1`, a value of `b` that is not
+ * finite; `TUTTI_ERROR_SINGULAR` when pivots were perturbed and refinement could not bring
+ * the backward error below 1e-10 (the matrix is singular to working precision).
+ *
+ * # Safety
+ * `handle` is NULL or a live handle; `b` holds `n * n_rhs` readable and writable doubles;
+ * `info_out` is NULL or writable and does not overlap `b`.
+ */
+int tutti_sparse_solve(struct TuttiSparse *handle,
+                       double *b,
+                       int64_t n_rhs,
+                       struct TuttiSparseSolveInfo *info_out);
+
+/**
+ * `*info_out` = what the analysis predicts (fill, flops, fronts), the devices, whether the
+ * handle holds factors and how many pivots they perturbed, and the plan's largest
+ * per-device bytes.
+ *
+ * Errors: `TUTTI_ERROR_NULL_POINTER`; `TUTTI_ERROR_INVALID_ARGUMENT` for a handle that is not
+ * live.
+ *
+ * # Safety
+ * `handle` is NULL or a live handle; `info_out` is NULL or writable.
+ */
+int tutti_sparse_info(const struct TuttiSparse *handle, struct TuttiSparseInfo *info_out);
+
+/**
+ * Releases a handle from `tutti_sparse_analyse`. NULL is a no-op. A pointer that is not a
+ * live handle (released already, or not made by tutti) is refused with
+ * `TUTTI_ERROR_INVALID_ARGUMENT` without being read.
+ *
+ * # Safety
+ * `handle` is NULL or a handle from tutti not yet released, and no other thread uses it.
+ */
+int tutti_sparse_free(struct TuttiSparse *handle);
 
 /**
  * The name of a status value, e.g. `"TUTTI_ERROR_NULL_POINTER"` for -2, or

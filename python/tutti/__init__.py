@@ -23,7 +23,7 @@ the header's structs and declaring its own functions: ``_lib`` (loading, statuse
 (:class:`World`, MPI processes a call is split among),
 ``progress`` (:class:`Progress`, what every workload's ``progress=`` callable receives),
 ``fit``, ``chem`` (RHF energy and gradient), ``fmm``, ``sweep`` (:class:`Train`,
-:func:`src`). Everything public is re-exported here.
+:func:`src`), ``sparse`` (:func:`splu`, :class:`SparseLU`, :func:`spsolve`). Everything public is re-exported here.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ __all__ = [
     "CallbackError",
     "NotConvergedError",
     "RemoteError",
+    "SingularError",
     "DeviceInfo",
     "MAX_SIMULATED_DEVICES",
     "library_path",
@@ -66,6 +67,9 @@ __all__ = [
     "Dtype",
     "Train",
     "src",
+    "SparseLU",
+    "splu",
+    "spsolve",
     "Progress",
 ]
 
@@ -85,6 +89,7 @@ from ._lib import (
     NullPointerError,
     OutOfMemoryError,
     RemoteError,
+    SingularError,
     Status,
     TuttiError,
     UnsupportedError,
@@ -111,6 +116,7 @@ from .chem import (
 from .progress import Progress, _CProgress, _CProgressCallback
 from .fmm import _CFmmOptions, direct_sum, fmm, order_for_accuracy
 from .sweep import Dtype, Train, TrainKind, _CSrcOptions, src
+from .sparse import SparseLU, _CSparseInfo, _CSparseOptions, _CSparseSolveInfo, splu, spsolve
 
 # The public classes print, pickle and document as tutti.X, wherever they are defined.
 for _name in __all__:

@@ -31,6 +31,7 @@ class Status(enum.IntEnum):
     ERROR_CALLBACK = -8
     ERROR_NOT_CONVERGED = -9
     ERROR_REMOTE = -10
+    ERROR_SINGULAR = -11
 
 
 class Kind(enum.IntEnum):
@@ -175,6 +176,13 @@ class RemoteError(TuttiError, RuntimeError):
     STATUS = Status.ERROR_REMOTE
 
 
+class SingularError(TuttiError, ArithmeticError):
+    """TUTTI_ERROR_SINGULAR: the matrix is singular, structurally (an empty row or column)
+    or numerically (pivots were perturbed and refinement could not recover the solution)."""
+
+    STATUS = Status.ERROR_SINGULAR
+
+
 #: Each error status's subclass of TuttiError.
 _ERRORS = {
     int(error.STATUS): error
@@ -189,6 +197,7 @@ _ERRORS = {
         CallbackError,
         NotConvergedError,
         RemoteError,
+        SingularError,
     )
 }
 

@@ -28,7 +28,7 @@
 //! [`memory`] (buffers handed to C and [`tutti_free_c`]), [`resources`] (`TuttiResources`: where
 //! every workload call runs). Entry points live in one module per
 //! area: [`version`], [`devices`], [`fit`], [`fmm`], [`adjoint`], [`adjoint_gradient`],
-//! [`train`], [`sweep`], [`world`] (MPI processes), and [`progress`] (the callback every
+//! [`train`], [`sweep`], [`sparse`], [`world`] (MPI processes), and [`progress`] (the callback every
 //! workload's options carry); a workload adds its own module on the same core. The modules are ordinary
 //! Rust, tested from Rust; the `cdylib` and `staticlib` are a thin artifact over them.
 //!
@@ -45,6 +45,7 @@ pub mod fmm;
 pub mod memory;
 pub mod progress;
 pub mod resources;
+pub mod sparse;
 pub mod status;
 pub mod sweep;
 pub mod train;
@@ -72,6 +73,11 @@ pub use fmm::{
 pub use memory::tutti_free_c;
 pub use progress::{TuttiProgress, TuttiProgressCallback, TuttiProgressFn};
 pub use resources::{tutti_resources_default, TuttiKernels, TuttiResources, TUTTI_ALL_DEVICES};
+pub use sparse::{
+    tutti_sparse_analyse, tutti_sparse_factor, tutti_sparse_free, tutti_sparse_info,
+    tutti_sparse_options_default, tutti_sparse_solve, TuttiSparse, TuttiSparseInfo,
+    TuttiSparseLayout, TuttiSparseOptions, TuttiSparseSolveInfo,
+};
 pub use status::{tutti_status_name, Error, TuttiStatus};
 pub use sweep::{tutti_src, tutti_src_options_default, TuttiSrcOptions};
 pub use train::{

@@ -42,11 +42,15 @@ pub enum TuttiStatus {
     /// Another process of the MPI job (a `TuttiWorld`) failed; the message names its rank
     /// and gives its error's text. Every other process of the call returns this.
     TUTTI_ERROR_REMOTE = -10,
+    /// The matrix is singular: structurally (an empty row or column: no pivot order makes
+    /// it regular) or numerically (pivots were perturbed and the solution's backward error
+    /// stayed above 1e-10). The message says which.
+    TUTTI_ERROR_SINGULAR = -11,
 }
 
 impl TuttiStatus {
     /// Every status, in declaration order.
-    pub const fn all() -> [TuttiStatus; 11] {
+    pub const fn all() -> [TuttiStatus; 12] {
         [
             Self::TUTTI_OK,
             Self::TUTTI_ERROR_INVALID_ARGUMENT,
@@ -59,6 +63,7 @@ impl TuttiStatus {
             Self::TUTTI_ERROR_CALLBACK,
             Self::TUTTI_ERROR_NOT_CONVERGED,
             Self::TUTTI_ERROR_REMOTE,
+            Self::TUTTI_ERROR_SINGULAR,
         ]
     }
 
@@ -86,6 +91,7 @@ impl TuttiStatus {
             Self::TUTTI_ERROR_CALLBACK => c"TUTTI_ERROR_CALLBACK",
             Self::TUTTI_ERROR_NOT_CONVERGED => c"TUTTI_ERROR_NOT_CONVERGED",
             Self::TUTTI_ERROR_REMOTE => c"TUTTI_ERROR_REMOTE",
+            Self::TUTTI_ERROR_SINGULAR => c"TUTTI_ERROR_SINGULAR",
         }
     }
 }

@@ -51,9 +51,17 @@ pub fn analyse(a: &CsrMatrix, method: &OrderingMethod) -> Result<Arc<Symbolic>, 
         OrderingMethod::Given(tree) => tree.clone(),
     };
     if tree.unknowns() != a.rows() {
+        let source = match method {
+            OrderingMethod::Grid { grid, .. } => format!(
+                "the grid {:?} with {} unknown(s) per point has {} unknowns",
+                grid.dims,
+                grid.block,
+                tree.unknowns()
+            ),
+            _ => format!("an ordering of {} unknowns", tree.unknowns()),
+        };
         return Err(SparseError::argument(format!(
-            "an ordering of {} unknowns for a {} x {} matrix",
-            tree.unknowns(),
+            "{source}, but the matrix is {} x {}",
             a.rows(),
             a.cols()
         )));

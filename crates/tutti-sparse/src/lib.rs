@@ -2,7 +2,9 @@
 //! the device count.
 //!
 //! - [`CsrMatrix`]: real sparse matrices, validated on construction (rows sorted, duplicates
-//!   summed, every entry finite); [`matrix_market`] reads and writes `.mtx` files.
+//!   summed, every entry finite); [`matrix_market`] reads and writes `.mtx` files;
+//!   [`Assembly`] maps a caller's compressed rows or columns onto it once, for refactoring
+//!   with new values in the caller's order.
 //! - [`models`]: the matrices of the tests and benchmarks (Laplacians, convection-diffusion,
 //!   reaction-diffusion Jacobians on 2-D and 3-D grids, b coupled species per point).
 //! - [`Graph`]: the adjacency of `A + A^T`, what the ordering dissects.
@@ -47,6 +49,7 @@
 #![deny(missing_docs)]
 
 mod analyse;
+mod assembly;
 mod csr;
 mod distributed;
 mod error;
@@ -62,6 +65,7 @@ mod symbolic;
 mod tree;
 
 pub use analyse::{analyse, OrderingMethod};
+pub use assembly::{Assembly, Compressed};
 pub use csr::CsrMatrix;
 pub use distributed::{factor_on, solve_on, RankFactors, SplitFactorization};
 pub use error::SparseError;

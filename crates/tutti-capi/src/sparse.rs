@@ -1,0 +1,680 @@
+//! Sparse direct solves from C: a factorization handle (`tutti-sparse`'s multifrontal LU)
+//! that is analysed once per pattern, factored and refactored with new values, and solved
+//! with one or many right-hand sides, split among the devices of `options->resources`.
+//!
+//! The matrix crosses the boundary as compressed arrays: row pointers and column indices
+//! (CSR, the default) or column pointers and row indices (CSC, scipy's `csc_matrix`),
+//! 64-bit, 0-based or 1-based (Fortran), in any order within a row or column, duplicates
+//! summed. The values come in the caller's entry order at each factorization.
+
+use std::ffi::c_int;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use tutti_backend::{BackendError, GpuUse, Resources};
+use tutti_group::{Group, GroupError};
+use tutti_plan::{Plan, Tier};
+use tutti_sparse::ordering::{Grid, OrderingOptions};
+use tutti_sparse::{
+    analyse, Assembly, Compressed, FactorOptions, Factorization, OrderingMethod, SolveOptions,
+    SparseError, SplitFactorization, Symbolic,
+};
+
+use crate::boundary::{
+    check_disjoint, ffi_call, input_options, input_slice, output_slice, write_default, Out, Region,
+};
+use crate::memory::Registry;
+use crate::resources::{device_error, TuttiResources};
+use crate::status::{Error, TuttiStatus};
+
+/// How a matrix's arrays are compressed; passed as an `int`.
+#[allow(non_camel_case_types)] // the variants are the C names
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(i32)]
+pub enum TuttiSparseLayout {
+    /// Compressed rows: `pointers` has `n + 1` entries, `indices` holds column indices.
+    TUTTI_SPARSE_CSR = 0,
+    /// Compressed columns: `pointers` has `n + 1` entries, `indices` holds row indices.
+    TUTTI_SPARSE_CSC = 1,
+}
+
+/// Options of `tutti_sparse_analyse`. Start from `tutti_sparse_options_default`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TuttiSparseOptions {
+    /// Where the factorization runs: its subtrees are split among these devices (default:
+    /// `tutti_resources_default`). Factors and solutions are bit-identical for any device
+    /// count. The factor storage of each device is checked against
+    /// `resources.device_memory_bytes` when the pattern is analysed: a factorization that
+    /// does not fit is refused there (`TUTTI_ERROR_OUT_OF_MEMORY`, with the plan's numbers),
+    /// before any numeric work. `resources.world` must be NULL (split among MPI processes is
+    /// not supported yet: `TUTTI_ERROR_UNSUPPORTED`).
+    pub resources: TuttiResources,
+    /// `TUTTI_SPARSE_CSR` (default) or `TUTTI_SPARSE_CSC`.
+    pub layout: c_int,
+    /// 0 (default, C) or 1 (Fortran): the value of the first pointer and of the first row
+    /// and column index.
+    pub index_base: c_int,
+    /// Unknowns per grid point (default 1): with `block` coupled species per point, numbered
+    /// `point * block + species`, the ordering keeps each point's unknowns together.
+    pub block: c_int,
+    /// A connected part of at most this many unknowns is not dissected further (default 64).
+    pub leaf_size: c_int,
+    /// All 0 (default): nested dissection of the matrix's graph. Otherwise the points per
+    /// axis of the grid the unknowns live on (1 to 3 axes, unused axes 0; x fastest: point
+    /// `x + nx * (y + ny * z)`), ordered by the grid's geometric dissection.
+    pub grid_dims: [c_int; 3],
+    /// Per grid axis, 1 if it wraps around (periodic), else 0 (default).
+    pub grid_periodic: [c_int; 3],
+    /// A pivot at most `pivot_tiny * max|A|` in magnitude is perturbed (default machine
+    /// epsilon).
+    pub pivot_tiny: f64,
+    /// The perturbed pivot's magnitude relative to `max|A|` (default `sqrt(eps)`).
+    pub pivot_perturbation: f64,
+    /// Iterative refinement steps at most in each solve (default 3; 0 solves once).
+    pub max_refinements: c_int,
+    /// Refinement stops below this backward error (default `4 eps`).
+    pub refinement_target: f64,
+}
+
+impl Default for TuttiSparseOptions {
+    fn default() -> Self {
+        let ordering = OrderingOptions::default();
+        let factor = FactorOptions::default();
+        let solve = SolveOptions::default();
+        Self {
+            resources: TuttiResources::default(),
+            layout: TuttiSparseLayout::TUTTI_SPARSE_CSR as c_int,
+            index_base: 0,
+            block: c_int::try_from(ordering.block).unwrap_or(1),
+            leaf_size: c_int::try_from(ordering.leaf_size).unwrap_or(64),
+            grid_dims: [0; 3],
+            grid_periodic: [0; 3],
+            pivot_tiny: factor.tiny,
+            pivot_perturbation: factor.perturbation,
+            max_refinements: c_int::try_from(solve.max_refinements).unwrap_or(3),
+            refinement_target: solve.target,
+        }
+    }
+}
+
+/// What `tutti_sparse_info` reports about a handle.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct TuttiSparseInfo {
+    /// The matrix's order n.
+    pub unknowns: i64,
+    /// Entries of the pattern, duplicates merged.
+    pub matrix_nnz: i64,
+    /// Entries of L and U together as stored (the analysis's prediction, exact for this
+    /// solver).
+    pub factor_nnz: i64,
+    /// Floating-point operations of one factorization.
+    pub factor_flops: f64,
+    /// Floating-point operations of one solve with one right-hand side.
+    pub solve_flops: f64,
+    /// Fronts of the assembly tree.
+    pub fronts: i64,
+    /// The largest front's order.
+    pub largest_front: i64,
+    /// The devices the factorization is split among.
+    pub devices: c_int,
+    /// 1 once `tutti_sparse_factor` has succeeded (and since its last failure), else 0.
+    pub factored: c_int,
+    /// Pivots perturbed by the last factorization.
+    pub perturbed_pivots: i64,
+    /// The most bytes the plan gives one device (factors, fronts, vectors).
+    pub device_bytes: u64,
+}
+
+/// What one solve reached.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct TuttiSparseSolveInfo {
+    /// Iterative refinement steps taken.
+    pub refinements: c_int,
+    /// The largest backward error over the right-hand sides,
+    /// `||b - A x||_inf / (||A||_inf ||x||_inf + ||b||_inf)`.
+    pub backward_error: f64,
+}
+
+/// Marks a live handle: "tuttispr".
+const LIVE_SPARSE: u64 = u64::from_be_bytes(*b"tuttispr");
+
+/// The address of every live handle, looked up before a pointer is read.
+static LIVE_HANDLES: Registry = Registry::new();
+
+/// A sparse factorization, opaque to C: the analysed pattern, the devices, and (once
+/// factored) the factors.
+///
+/// Made by `tutti_sparse_analyse`; released exactly once with `tutti_sparse_free`. Calls on
+/// one handle from several threads are serialised by a lock inside it.
+pub struct TuttiSparse {
+    marker: u64,
+    state: Mutex<State>,
+}
+
+/// What a handle holds.
+struct State {
+    assembly: Assembly,
+    symbolic: Arc<Symbolic>,
+    group: Group,
+    resources: Resources,
+    plan: Plan,
+    factor_options: FactorOptions,
+    solve_options: SolveOptions,
+    factors: Option<Factors>,
+}
+
+/// Factors on one device, or split among the group's.
+enum Factors {
+    One(Factorization),
+    Split(SplitFactorization),
+}
+
+impl Factors {
+    fn perturbed_pivots(&self) -> usize {
+        match self {
+            Self::One(lu) => lu.perturbed_pivots(),
+            Self::Split(lu) => lu.perturbed_pivots(),
+        }
+    }
+}
+
+/// The status of a sparse error: a singular matrix is `TUTTI_ERROR_SINGULAR`; bad arrays,
+/// values, options and lengths are invalid arguments; a plan that does not fit or a size
+/// that cannot be allocated is out of memory; a rank's failure is a device error.
+fn sparse_error(error: SparseError) -> Error {
+    use TuttiStatus::*;
+    let status = match &error {
+        SparseError::StructurallySingular { .. } | SparseError::NumericallySingular { .. } => {
+            TUTTI_ERROR_SINGULAR
+        }
+        SparseError::InvalidMatrix { .. }
+        | SparseError::InvalidArgument { .. }
+        | SparseError::NotSquare { .. }
+        | SparseError::NonFinite { .. }
+        | SparseError::NonFiniteRightHandSide { .. }
+        | SparseError::LengthMismatch { .. }
+        | SparseError::PatternMismatch { .. } => TUTTI_ERROR_INVALID_ARGUMENT,
+        SparseError::Plan(_) | SparseError::TooLarge { .. } => TUTTI_ERROR_OUT_OF_MEMORY,
+        SparseError::Io { .. } | SparseError::MatrixMarket { .. } => TUTTI_ERROR_IO,
+        // Group runs, collectives, and kinds the library adds later.
+        _ => TUTTI_ERROR_DEVICE,
+    };
+    Error::new(status, error.to_string())
+}
+
+fn group_error(error: GroupError) -> Error {
+    match error {
+        GroupError::Backend(error) if !matches!(error, BackendError::OutOfMemory { .. }) => {
+            device_error(error)
+        }
+        other => Error::new(TuttiStatus::TUTTI_ERROR_DEVICE, other.to_string()),
+    }
+}
+
+/// A count from C that must be at least `min`, as a `usize`.
+fn count_at_least(value: i64, min: usize, name: &str) -> Result<usize, Error> {
+    usize::try_from(value)
+        .ok()
+        .filter(|&v| v >= min)
+        .ok_or_else(|| {
+            Error::invalid_argument(format!(
+                "argument `{name}` is {value}: expected at least {min}"
+            ))
+        })
+}
+
+/// Positive `int` option fields.
+fn positive_option(value: c_int, name: &str) -> Result<usize, Error> {
+    usize::try_from(value)
+        .ok()
+        .filter(|&v| v >= 1)
+        .ok_or_else(|| {
+            Error::invalid_argument(format!("options->{name} is {value}: expected at least 1"))
+        })
+}
+
+/// Positive finite `double` option fields.
+fn positive_real(value: f64, name: &str) -> Result<f64, Error> {
+    if value > 0.0 && value.is_finite() {
+        Ok(value)
+    } else {
+        Err(Error::invalid_argument(format!(
+            "options->{name} is {value}: expected a positive finite number"
+        )))
+    }
+}
+
+impl TuttiSparseOptions {
+    fn layout(&self) -> Result<Compressed, Error> {
+        match self.layout {
+            0 => Ok(Compressed::Rows),
+            1 => Ok(Compressed::Columns),
+            other => Err(Error::invalid_argument(format!(
+                "options->layout is {other}: expected TUTTI_SPARSE_CSR (0) or TUTTI_SPARSE_CSC (1)"
+            ))),
+        }
+    }
+
+    fn index_base(&self) -> Result<usize, Error> {
+        match self.index_base {
+            0 => Ok(0),
+            1 => Ok(1),
+            other => Err(Error::invalid_argument(format!(
+                "options->index_base is {other}: expected 0 (C) or 1 (Fortran)"
+            ))),
+        }
+    }
+
+    fn ordering(&self) -> Result<OrderingMethod, Error> {
+        let block = positive_option(self.block, "block")?;
+        let leaf_size = positive_option(self.leaf_size, "leaf_size")?;
+        let axes = self
+            .grid_dims
+            .iter()
+            .rposition(|&d| d != 0)
+            .map_or(0, |last| last + 1);
+        if axes == 0 {
+            return Ok(OrderingMethod::NestedDissection(OrderingOptions {
+                leaf_size,
+                block,
+            }));
+        }
+        let dims = self.grid_dims[..axes]
+            .iter()
+            .enumerate()
+            .map(|(axis, &d)| positive_option(d, &format!("grid_dims[{axis}]")))
+            .collect::<Result<Vec<_>, _>>()?;
+        let periodic = self.grid_periodic[..axes]
+            .iter()
+            .enumerate()
+            .map(|(axis, &p)| match p {
+                0 => Ok(false),
+                1 => Ok(true),
+                other => Err(Error::invalid_argument(format!(
+                    "options->grid_periodic[{axis}] is {other}: expected 0 or 1"
+                ))),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(OrderingMethod::Grid {
+            grid: Grid {
+                dims,
+                periodic,
+                block,
+            },
+            leaf_size,
+        })
+    }
+
+    fn factor_options(&self) -> Result<FactorOptions, Error> {
+        Ok(FactorOptions {
+            tiny: positive_real(self.pivot_tiny, "pivot_tiny")?,
+            perturbation: positive_real(self.pivot_perturbation, "pivot_perturbation")?,
+        })
+    }
+
+    fn solve_options(&self) -> Result<SolveOptions, Error> {
+        let max_refinements = usize::try_from(self.max_refinements).map_err(|_| {
+            Error::invalid_argument(format!(
+                "options->max_refinements is {}: expected at least 0",
+                self.max_refinements
+            ))
+        })?;
+        Ok(SolveOptions {
+            max_refinements,
+            target: positive_real(self.refinement_target, "refinement_target")?,
+        })
+    }
+}
+
+/// Writes the default sparse options to `*options`: the default resources, CSR, 0-based,
+/// nested dissection with blocks of 1 and leaves of 64 unknowns, pivots below `eps max|A|`
+/// perturbed to `sqrt(eps) max|A|`, at most 3 refinement steps down to `4 eps`.
+///
+/// Errors: `TUTTI_ERROR_NULL_POINTER` for NULL.
+///
+/// # Safety
+/// `options` is NULL or valid for writing a `TuttiSparseOptions`.
+#[no_mangle]
+pub unsafe extern "C" fn tutti_sparse_options_default(options: *mut TuttiSparseOptions) -> c_int {
+    ffi_call("tutti_sparse_options_default", || {
+        // SAFETY: NULL or valid for writes (the caller's promise).
+        unsafe { write_default(options, "options") }
+    })
+}
+
+/// The caller's 64-bit indices as 0-based `usize`s below `bound`, or an error naming the
+/// array and the entry.
+fn zero_based(values: &[i64], base: usize, name: &str) -> Result<Vec<usize>, Error> {
+    let mut out = Vec::new();
+    out.try_reserve_exact(values.len()).map_err(|_| {
+        Error::new(
+            TuttiStatus::TUTTI_ERROR_OUT_OF_MEMORY,
+            format!(
+                "argument `{name}`: {} entries do not fit in memory",
+                values.len()
+            ),
+        )
+    })?;
+    for (k, &v) in values.iter().enumerate() {
+        let index = usize::try_from(v)
+            .ok()
+            .and_then(|v| v.checked_sub(base))
+            .ok_or_else(|| {
+                Error::invalid_argument(format!(
+                    "argument `{name}`[{k}] is {v}: indices start at {base}"
+                ))
+            })?;
+        out.push(index);
+    }
+    Ok(out)
+}
+
+/// Analyses the pattern of an `n x n` sparse matrix and makes a factorization handle for it:
+/// the fill-reducing ordering, the assembly tree, the memory plan on the devices of
+/// `options->resources` (a factorization that does not fit is refused here). No values are
+/// needed; factor with `tutti_sparse_factor`, then solve with `tutti_sparse_solve`.
+///
+/// `pointers` has `n + 1` entries and `indices` has `pointers[n] - index_base` (the
+/// entries, at least 1), per `options->layout` and `options->index_base`; both are read
+/// during the call only.
+///
+/// Errors: `TUTTI_ERROR_NULL_POINTER`; `TUTTI_ERROR_INVALID_ARGUMENT` for `n < 1`,
+/// pointers that do not start at the base, decrease, an index out of range, bad options,
+/// a grid whose size is not `n`; `TUTTI_ERROR_SINGULAR` for a structurally singular
+/// pattern (an empty row or column); `TUTTI_ERROR_OUT_OF_MEMORY` when the factors do not
+/// fit the devices' memory caps; device selection errors as for every workload;
+/// `TUTTI_ERROR_UNSUPPORTED` for a `resources.world`.
+///
+/// # Safety
+/// `pointers` holds `n + 1` and `indices` `pointers[n] - index_base` readable `int64_t`s;
+/// `options` is NULL or a valid `TuttiSparseOptions` whose `resources` pointers are NULL or
+/// valid as documented on `TuttiResources`; `handle_out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn tutti_sparse_analyse(
+    n: i64,
+    pointers: *const i64,
+    indices: *const i64,
+    options: *const TuttiSparseOptions,
+    handle_out: *mut *mut TuttiSparse,
+) -> c_int {
+    ffi_call("tutti_sparse_analyse", || {
+        // SAFETY: NULL or valid for reading the options (the caller's promise).
+        let options = unsafe { input_options(options, "options") }?;
+        // SAFETY: NULL or valid for writing a pointer (the caller's promise).
+        let out = unsafe { Out::new(handle_out, "handle_out") }?;
+        if !options.resources.world.is_null() {
+            return Err(Error::new(
+                TuttiStatus::TUTTI_ERROR_UNSUPPORTED,
+                "options->resources.world is set: a sparse factorization split among MPI \
+                 processes is not supported yet; leave it NULL to use this process's devices",
+            ));
+        }
+        let n = count_at_least(n, 1, "n")?;
+        let layout = options.layout()?;
+        let base = options.index_base()?;
+        let method = options.ordering()?;
+        let factor_options = options.factor_options()?;
+        let solve_options = options.solve_options()?;
+        // SAFETY: the resources' pointers are NULL or valid (the caller's promise).
+        let resources = unsafe { options.resources.to_rust("options->resources") }?;
+        let pointer_count = n
+            .checked_add(1)
+            .ok_or_else(|| Error::invalid_argument(format!("argument `n` is {n}: too large")))?;
+        // SAFETY: `pointers` holds n + 1 readable entries (the caller's promise).
+        let pointers = unsafe { input_slice(pointers, pointer_count, "pointers") }?;
+        let pointers = zero_based(pointers, base, "pointers")?;
+        let entries = pointers[n];
+        // SAFETY: `indices` holds pointers[n] - base readable entries (the caller's promise).
+        let indices = unsafe { input_slice(indices, entries, "indices") }?;
+        let indices = zero_based(indices, base, "indices")?;
+        let assembly = Assembly::new(n, n, &pointers, &indices, layout).map_err(sparse_error)?;
+        let symbolic = analyse(assembly.pattern(), &method).map_err(sparse_error)?;
+        let group = Group::from_resources(&resources, GpuUse::HostOnly).map_err(group_error)?;
+        let plan = tutti_sparse::plan(&symbolic, group.size(), group.devices(), &resources)
+            .map_err(sparse_error)?;
+        let handle = Box::into_raw(Box::new(TuttiSparse {
+            marker: LIVE_SPARSE,
+            state: Mutex::new(State {
+                assembly,
+                symbolic,
+                group,
+                resources,
+                plan,
+                factor_options,
+                solve_options,
+                factors: None,
+            }),
+        }));
+        LIVE_HANDLES.insert(handle.addr());
+        out.write(handle);
+        Ok(())
+    })
+}
+
+/// A handle argument, checked: not NULL, aligned, live.
+///
+/// # Safety
+/// `ptr` is NULL or a handle from tutti not released during `'a`.
+unsafe fn handle_ref<'a>(ptr: *const TuttiSparse, name: &str) -> Result<&'a TuttiSparse, Error> {
+    if ptr.is_null() {
+        return Err(Error::null_pointer(name));
+    }
+    let not_live = || {
+        Error::invalid_argument(format!(
+            "argument `{name}` ({ptr:p}) is not a live sparse handle (released already, or \
+             not made by tutti_sparse_analyse)"
+        ))
+    };
+    if !ptr.is_aligned() || !LIVE_HANDLES.contains(ptr.addr()) {
+        return Err(not_live());
+    }
+    // SAFETY: not NULL, aligned, and a live handle made by tutti_sparse_analyse (the registry
+    // says so; the caller promises no other thread releases it during 'a).
+    let handle = unsafe { &*ptr };
+    if handle.marker != LIVE_SPARSE {
+        return Err(not_live());
+    }
+    Ok(handle)
+}
+
+impl TuttiSparse {
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        // A call that panicked left `factors` either whole or None: usable.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Factors the handle's matrix with `values`: `nnz` doubles in the order of the `indices`
+/// given to `tutti_sparse_analyse` (duplicates summed). Call again with new values on the
+/// same pattern to refactor (the numeric phase only: what an implicit integrator does when
+/// its step changes). On failure the handle holds no factors until a factorization succeeds.
+///
+/// Errors: `TUTTI_ERROR_NULL_POINTER`; `TUTTI_ERROR_INVALID_ARGUMENT` for a handle that is
+/// not live, `nnz` other than the analysed entry count, a value that is not finite (the
+/// message gives its row and column); a rank's failure as a device error. Tiny pivots are
+/// perturbed, not refused: a singular matrix is found by the solve
+/// (`TUTTI_ERROR_SINGULAR`).
+///
+/// # Safety
+/// `handle` is NULL or a live handle; `values` holds `nnz` readable doubles.
+#[no_mangle]
+pub unsafe extern "C" fn tutti_sparse_factor(
+    handle: *mut TuttiSparse,
+    values: *const f64,
+    nnz: i64,
+) -> c_int {
+    ffi_call("tutti_sparse_factor", || {
+        // SAFETY: checked against the registry before it is read.
+        let handle = unsafe { handle_ref(handle, "handle") }?;
+        let mut state = handle.state();
+        state.factors = None;
+        let expected = state.assembly.entries();
+        let nnz = count_at_least(nnz, 1, "nnz")?;
+        if nnz != expected {
+            return Err(Error::invalid_argument(format!(
+                "argument `nnz` is {nnz}: the analysed pattern has {expected} entries"
+            )));
+        }
+        // SAFETY: `values` holds nnz readable doubles (the caller's promise).
+        let values = unsafe { input_slice(values, nnz, "values") }?;
+        let a = state.assembly.matrix(values).map_err(sparse_error)?;
+        let symbolic = Arc::clone(&state.symbolic);
+        let factors = if state.group.size() == 1 {
+            Factors::One(
+                Factorization::new(symbolic, &a, state.factor_options).map_err(sparse_error)?,
+            )
+        } else {
+            Factors::Split(
+                SplitFactorization::new(
+                    &state.group,
+                    symbolic,
+                    &a,
+                    state.factor_options,
+                    &state.resources,
+                )
+                .map_err(sparse_error)?,
+            )
+        };
+        state.factors = Some(factors);
+        Ok(())
+    })
+}
+
+/// Solves `A X = B` in place: `b` holds `n_rhs` right-hand sides column-major (`n x n_rhs`,
+/// column k at `b + k n`) and receives X. Each solve refines iteratively (see
+/// `TuttiSparseOptions`). `info_out` may be NULL; else it gets the refinement steps and the
+/// backward error. `b` is written only on success.
+///
+/// Errors: `TUTTI_ERROR_NULL_POINTER`; `TUTTI_ERROR_INVALID_ARGUMENT` for a handle not
+/// factored (or whose last factorization failed), `n_rhs < 1`, a value of `b` that is not
+/// finite; `TUTTI_ERROR_SINGULAR` when pivots were perturbed and refinement could not bring
+/// the backward error below 1e-10 (the matrix is singular to working precision).
+///
+/// # Safety
+/// `handle` is NULL or a live handle; `b` holds `n * n_rhs` readable and writable doubles;
+/// `info_out` is NULL or writable and does not overlap `b`.
+#[no_mangle]
+pub unsafe extern "C" fn tutti_sparse_solve(
+    handle: *mut TuttiSparse,
+    b: *mut f64,
+    n_rhs: i64,
+    info_out: *mut TuttiSparseSolveInfo,
+) -> c_int {
+    ffi_call("tutti_sparse_solve", || {
+        // SAFETY: checked against the registry before it is read.
+        let handle = unsafe { handle_ref(handle, "handle") }?;
+        let state = handle.state();
+        let rhs = count_at_least(n_rhs, 1, "n_rhs")?;
+        let n = state.symbolic.unknowns();
+        let len = n.checked_mul(rhs).ok_or_else(|| {
+            Error::invalid_argument(format!(
+                "{n} unknowns times {rhs} right-hand sides overflow"
+            ))
+        })?;
+        let info_slot = if info_out.is_null() {
+            None
+        } else {
+            check_disjoint(&[
+                Region::output("b", b, len),
+                Region::output("info_out", info_out, 1),
+            ])?;
+            // SAFETY: not NULL; writable and disjoint from b (checked above).
+            Some(unsafe { Out::new(info_out, "info_out") }?)
+        };
+        let Some(factors) = &state.factors else {
+            return Err(Error::invalid_argument(
+                "argument `handle` holds no factorization: call tutti_sparse_factor first (or \
+                 again, after it failed)",
+            ));
+        };
+        // SAFETY: `b` holds n * n_rhs readable and writable doubles (the caller's promise).
+        let b = unsafe { output_slice(b, len, "b") }?;
+        let mut x = b.to_vec();
+        let info = match factors {
+            Factors::One(lu) => lu.solve_in_place(&mut x, rhs, &state.solve_options),
+            Factors::Split(lu) => {
+                lu.solve_in_place(&state.group, &mut x, rhs, &state.solve_options)
+            }
+        }
+        .map_err(sparse_error)?;
+        b.copy_from_slice(&x);
+        if let Some(slot) = info_slot {
+            slot.write(TuttiSparseSolveInfo {
+                refinements: c_int::try_from(info.refinements).unwrap_or(c_int::MAX),
+                backward_error: info.backward_error,
+            });
+        }
+        Ok(())
+    })
+}
+
+/// `*info_out` = what the analysis predicts (fill, flops, fronts), the devices, whether the
+/// handle holds factors and how many pivots they perturbed, and the plan's largest
+/// per-device bytes.
+///
+/// Errors: `TUTTI_ERROR_NULL_POINTER`; `TUTTI_ERROR_INVALID_ARGUMENT` for a handle that is not
+/// live.
+///
+/// # Safety
+/// `handle` is NULL or a live handle; `info_out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn tutti_sparse_info(
+    handle: *const TuttiSparse,
+    info_out: *mut TuttiSparseInfo,
+) -> c_int {
+    ffi_call("tutti_sparse_info", || {
+        // SAFETY: checked against the registry before it is read.
+        let handle = unsafe { handle_ref(handle, "handle") }?;
+        // SAFETY: NULL or writable (the caller's promise).
+        let out = unsafe { Out::new(info_out, "info_out") }?;
+        let state = handle.state();
+        let s = state.symbolic.statistics();
+        let wide = |v: usize| i64::try_from(v).unwrap_or(i64::MAX);
+        out.write(TuttiSparseInfo {
+            unknowns: wide(s.unknowns),
+            matrix_nnz: wide(s.matrix_nnz),
+            factor_nnz: i64::try_from(s.factor_nnz).unwrap_or(i64::MAX),
+            factor_flops: s.factor_flops,
+            solve_flops: s.solve_flops,
+            fronts: wide(s.fronts),
+            largest_front: wide(s.largest_front),
+            devices: c_int::try_from(state.group.size()).unwrap_or(c_int::MAX),
+            factored: c_int::from(state.factors.is_some()),
+            perturbed_pivots: wide(state.factors.as_ref().map_or(0, Factors::perturbed_pivots)),
+            device_bytes: state.plan.used(Tier::Device),
+        });
+        Ok(())
+    })
+}
+
+/// Releases a handle from `tutti_sparse_analyse`. NULL is a no-op. A pointer that is not a
+/// live handle (released already, or not made by tutti) is refused with
+/// `TUTTI_ERROR_INVALID_ARGUMENT` without being read.
+///
+/// # Safety
+/// `handle` is NULL or a handle from tutti not yet released, and no other thread uses it.
+#[no_mangle]
+pub unsafe extern "C" fn tutti_sparse_free(handle: *mut TuttiSparse) -> c_int {
+    ffi_call("tutti_sparse_free", || {
+        if handle.is_null() {
+            return Ok(());
+        }
+        // SAFETY: checked against the registry before it is read.
+        unsafe { handle_ref(handle, "handle")? };
+        // Of two racing releases, only the one that removes it goes on.
+        if !LIVE_HANDLES.remove(handle.addr()) {
+            return Err(Error::invalid_argument(format!(
+                "argument `handle` ({handle:p}) is not a live sparse handle (released already)"
+            )));
+        }
+        // SAFETY: made by Box::into_raw in tutti_sparse_analyse and live until the removal
+        // above, so this is its one release.
+        unsafe {
+            (*handle).marker = 0;
+            drop(Box::from_raw(handle));
+        }
+        Ok(())
+    })
+}
