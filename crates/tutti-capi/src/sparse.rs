@@ -425,6 +425,15 @@ pub unsafe extern "C" fn tutti_sparse_analyse(
         // SAFETY: `pointers` holds n + 1 readable entries (the caller's promise).
         let pointers = unsafe { input_slice(pointers, pointer_count, "pointers") }?;
         let pointers = zero_based(pointers, base, "pointers")?;
+        // Checked before `indices` is read: 1-based arrays given with index_base 0 would
+        // otherwise make it one entry longer than the caller's array.
+        if pointers[0] != 0 {
+            return Err(Error::invalid_argument(format!(
+                "argument `pointers` starts at {}: with options->index_base {base} it starts \
+                 at {base} (index_base is 1 for 1-based arrays)",
+                pointers[0] + base
+            )));
+        }
         let entries = pointers[n];
         // SAFETY: `indices` holds pointers[n] - base readable entries (the caller's promise).
         let indices = unsafe { input_slice(indices, entries, "indices") }?;

@@ -242,7 +242,14 @@ fn singular_matrices_have_their_own_status() {
 }
 
 /// n, pointers, indices, options, the status expected and a phrase of its message.
-type BadCase = (i64, Vec<i64>, Vec<i64>, TuttiSparseOptions, c_int, &'static str);
+type BadCase = (
+    i64,
+    Vec<i64>,
+    Vec<i64>,
+    TuttiSparseOptions,
+    c_int,
+    &'static str,
+);
 
 #[test]
 fn bad_arguments_are_refused_with_their_names() {
@@ -250,7 +257,14 @@ fn bad_arguments_are_refused_with_their_names() {
     let (p, i) = (vec![0i64, 1, 2], vec![0i64, 1]);
     let cases: Vec<BadCase> = vec![
         (0, p.clone(), i.clone(), ok, INVALID, "`n` is 0"),
-        (2, vec![1, 1, 2], i.clone(), ok, INVALID, "start at 1"),
+        (
+            2,
+            vec![1, 1, 2],
+            i.clone(),
+            ok,
+            INVALID,
+            "`pointers` starts at 1",
+        ),
         (2, vec![0, 2, 1], i.clone(), ok, INVALID, "decrease"),
         (2, p.clone(), vec![0, 2], ok, INVALID, "out of range"),
         (2, p.clone(), vec![0, -1], ok, INVALID, "`indices`[1] is -1"),
