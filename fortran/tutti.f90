@@ -13,9 +13,10 @@
 !    order. Every raw function returns the C status, an integer(c_int). An argument that C
 !    requires is passed by reference (a scalar, an array `(*)`, a bind(C) type, or a string
 !    as a NUL-terminated character(kind=c_char) array); an argument where NULL selects a
-!    behaviour (options: the defaults; the outputs potential_out, accel_out, covariance_out
-!    and json_out: not wanted) and every opaque handle (TuttiTrain *, TuttiWorld *) is a
-!    type(c_ptr) passed by value. Ownership is C's: see include/tutti.h for each function.
+!    behaviour (options: the defaults; the outputs potential_out, accel_out, covariance_out,
+!    json_out and the sparse solve's info_out: not wanted) and every opaque handle
+!    (TuttiTrain *, TuttiWorld *, TuttiSparse *) is a type(c_ptr) passed by value.
+!    Ownership is C's: see include/tutti.h for each function.
 !
 ! 2. The wrappers: for every C function tutti_X, the Fortran procedure tutti_X_f. A wrapper
 !    takes assumed-shape arrays, character(*) strings (trailing blanks removed, then
@@ -32,18 +33,24 @@
 !    Outputs are written only on success: allocatable outputs are then allocated (and left
 !    deallocated on failure), other outputs are left as they were on failure. Arguments whose
 !    Fortran shapes disagree (positions that are not 3 x size(masses), a core with neither
-!    or both dtypes set) are the calling program's bug, like a shape mismatch in an array
-!    expression: the wrapper stops the program with a message, whatever `status`.
+!    or both dtypes set, sparse indices that are not pointers(n + 1) - index_base long) are
+!    the calling program's bug, like a shape mismatch in an array expression: the wrapper
+!    stops the program with a message, whatever `status`.
 !
 ! Conventions of the wrappers:
 ! - Arrays are 1-based, but numbers that name something to tutti stay 0-based as in C: a
 !   device index, a fit experiment, a train site, an atom or an offset in TuttiGradientShell.
+!   Sparse matrices are the exception: tutti reads compressed arrays with either base, so
+!   give your 1-based pointers and indices as they are and set options%index_base = 1
+!   (the default, 0, is C's). TUTTI_SPARSE_CSC (column pointers, row indices) is the
+!   layout of Fortran's column order; TUTTI_SPARSE_CSR is the default.
 ! - Positions are real(c_double) arrays of shape (3, n): body i at positions(:, i), the same
 !   memory as C's row-major n x 3. Likewise accelerations and bohr coordinates.
 ! - A train core is a Fortran array in Fortran order: an MPS core is core(Dl, d, Dr), an MPO
 !   core core(Dl, d_out, d_in, Dr), indexed as the header's shapes (tutti_mps_core_t,
 !   tutti_mpo_core_t); the wrappers transpose to and from C's order.
-! - A handle (a train, a world) is a type(c_ptr); the *_free_f wrappers set it to c_null_ptr.
+! - A handle (a train, a world, a sparse factorization) is a type(c_ptr); the *_free_f
+!   wrappers set it to c_null_ptr.
 ! - uint64_t fields are integer(c_int64_t): Fortran has no unsigned integers. No byte count
 !   needs the top bit; a seed of 2**63 or more is its negative two's-complement twin.
 !
@@ -76,6 +83,7 @@ module tutti
     integer(c_int), parameter, public :: TUTTI_ERROR_CALLBACK = -8
     integer(c_int), parameter, public :: TUTTI_ERROR_NOT_CONVERGED = -9
     integer(c_int), parameter, public :: TUTTI_ERROR_REMOTE = -10
+    integer(c_int), parameter, public :: TUTTI_ERROR_SINGULAR = -11
 
     ! TuttiKind
     integer(c_int), parameter, public :: TUTTI_KIND_CPU = 0
@@ -86,6 +94,10 @@ module tutti
     integer(c_int), parameter, public :: TUTTI_KERNELS_AUTO = 0
     integer(c_int), parameter, public :: TUTTI_KERNELS_ALWAYS = 1
     integer(c_int), parameter, public :: TUTTI_KERNELS_NEVER = 2
+
+    ! TuttiSparseLayout: the `layout` component of tutti_sparse_options_t.
+    integer(c_int), parameter, public :: TUTTI_SPARSE_CSR = 0
+    integer(c_int), parameter, public :: TUTTI_SPARSE_CSC = 1
 
     ! TuttiTrainKind
     integer(c_int), parameter, public :: TUTTI_TRAIN_MPS = 0
@@ -267,6 +279,48 @@ module tutti
         type(tutti_progress_callback_t) :: progress
     end type tutti_fmm_options_t
 
+    ! TuttiSparseOptions (tutti_sparse_options_default). From Fortran set index_base = 1 and
+    ! layout = TUTTI_SPARSE_CSC (or CSR) for 1-based arrays. grid_dims(1:3) are the points
+    ! along x, y, z of the grid the unknowns live on (x fastest; all 0, the default: nested
+    ! dissection of the matrix's graph), grid_periodic(1:3) 1 for an axis that wraps around.
+    ! `resources%world` must stay c_null_ptr.
+    type, bind(c), public :: tutti_sparse_options_t
+        type(tutti_resources_t) :: resources
+        integer(c_int) :: layout
+        integer(c_int) :: index_base
+        integer(c_int) :: block
+        integer(c_int) :: leaf_size
+        integer(c_int) :: grid_dims(3)
+        integer(c_int) :: grid_periodic(3)
+        real(c_double) :: pivot_tiny
+        real(c_double) :: pivot_perturbation
+        integer(c_int) :: max_refinements
+        real(c_double) :: refinement_target
+    end type tutti_sparse_options_t
+
+    ! TuttiSparseSolveInfo: what one sparse solve reached (refinement steps, and the largest
+    ! backward error over the right-hand sides).
+    type, bind(c), public :: tutti_sparse_solve_info_t
+        integer(c_int) :: refinements = 0
+        real(c_double) :: backward_error = 0
+    end type tutti_sparse_solve_info_t
+
+    ! TuttiSparseInfo: what tutti_sparse_info reports about a handle (counts, flops, bytes;
+    ! factored is 1 once a factorization succeeded).
+    type, bind(c), public :: tutti_sparse_info_t
+        integer(c_int64_t) :: unknowns = 0
+        integer(c_int64_t) :: matrix_nnz = 0
+        integer(c_int64_t) :: factor_nnz = 0
+        real(c_double) :: factor_flops = 0
+        real(c_double) :: solve_flops = 0
+        integer(c_int64_t) :: fronts = 0
+        integer(c_int64_t) :: largest_front = 0
+        integer(c_int) :: devices = 0
+        integer(c_int) :: factored = 0
+        integer(c_int64_t) :: perturbed_pivots = 0
+        integer(c_int64_t) :: device_bytes = 0
+    end type tutti_sparse_info_t
+
     ! TuttiSrcInfo: the diagnostics tutti_src writes when options%info_out is c_loc of one
     ! (counts, seconds, the norm; exact_fallback is 1 for a 2-site stack contracted exactly).
     type, bind(c), public :: tutti_src_info_t
@@ -401,6 +455,8 @@ module tutti
     public :: tutti_fmm_targets
     public :: tutti_direct_sum
     public :: tutti_free_c, tutti_resources_default, tutti_status_name
+    public :: tutti_sparse_options_default, tutti_sparse_analyse, tutti_sparse_factor
+    public :: tutti_sparse_solve, tutti_sparse_info, tutti_sparse_free
     public :: tutti_src_options_default, tutti_src
     public :: tutti_train_from_arrays, tutti_train_from_dir, tutti_train_info
     public :: tutti_train_shapes, tutti_train_site, tutti_train_write_dir, tutti_train_free
@@ -600,6 +656,63 @@ module tutti
             integer(c_int) :: status
         end function tutti_resources_default
 
+        function tutti_sparse_options_default(options) &
+                bind(c, name="tutti_sparse_options_default") result(status)
+            import :: c_int, tutti_sparse_options_t
+            type(tutti_sparse_options_t), intent(out) :: options
+            integer(c_int) :: status
+        end function tutti_sparse_options_default
+
+        ! `pointers`: n + 1 entries; `indices`: pointers(n + 1) - index_base entries;
+        ! `options`: c_loc of a tutti_sparse_options_t, or c_null_ptr for the defaults (0-based
+        ! CSR); `handle_out` receives a new handle, to release with tutti_sparse_free.
+        function tutti_sparse_analyse(n, pointers, indices, options, handle_out) &
+                bind(c, name="tutti_sparse_analyse") result(status)
+            import :: c_int, c_int64_t, c_ptr
+            integer(c_int64_t), value :: n
+            integer(c_int64_t), intent(in) :: pointers(*)
+            integer(c_int64_t), intent(in) :: indices(*)
+            type(c_ptr), value :: options
+            type(c_ptr), intent(inout) :: handle_out
+            integer(c_int) :: status
+        end function tutti_sparse_analyse
+
+        function tutti_sparse_factor(handle, values, nnz) bind(c, name="tutti_sparse_factor") &
+                result(status)
+            import :: c_int, c_int64_t, c_double, c_ptr
+            type(c_ptr), value :: handle
+            real(c_double), intent(in) :: values(*)
+            integer(c_int64_t), value :: nnz
+            integer(c_int) :: status
+        end function tutti_sparse_factor
+
+        ! `b`: n * n_rhs doubles, an (n, n_rhs) array, overwritten by the solutions on
+        ! success; `info_out`: c_loc of a tutti_sparse_solve_info_t, or c_null_ptr.
+        function tutti_sparse_solve(handle, b, n_rhs, info_out) &
+                bind(c, name="tutti_sparse_solve") result(status)
+            import :: c_int, c_int64_t, c_double, c_ptr
+            type(c_ptr), value :: handle
+            real(c_double), intent(inout) :: b(*)
+            integer(c_int64_t), value :: n_rhs
+            type(c_ptr), value :: info_out
+            integer(c_int) :: status
+        end function tutti_sparse_solve
+
+        function tutti_sparse_info(handle, info_out) bind(c, name="tutti_sparse_info") &
+                result(status)
+            import :: c_int, c_ptr, tutti_sparse_info_t
+            type(c_ptr), value :: handle
+            type(tutti_sparse_info_t), intent(inout) :: info_out
+            integer(c_int) :: status
+        end function tutti_sparse_info
+
+        ! Releases a handle; c_null_ptr is a no-op.
+        function tutti_sparse_free(handle) bind(c, name="tutti_sparse_free") result(status)
+            import :: c_int, c_ptr
+            type(c_ptr), value :: handle
+            integer(c_int) :: status
+        end function tutti_sparse_free
+
         ! The static name of a status value (not to be released).
         function tutti_status_name(status) bind(c, name="tutti_status_name") result(name)
             import :: c_ptr, c_int
@@ -772,6 +885,8 @@ module tutti
     public :: tutti_fmm_options_default_f, tutti_fmm_order_for_accuracy_f, tutti_fmm_f, tutti_fmm_targets_f
     public :: tutti_direct_sum_f
     public :: tutti_free_c_f, tutti_resources_default_f, tutti_status_name_f
+    public :: tutti_sparse_options_default_f, tutti_sparse_analyse_f, tutti_sparse_factor_f
+    public :: tutti_sparse_solve_f, tutti_sparse_info_f, tutti_sparse_free_f
     public :: tutti_src_options_default_f, tutti_src_f
     public :: tutti_train_from_arrays_f, tutti_train_from_dir_f, tutti_train_info_f
     public :: tutti_train_shapes_f, tutti_train_site_f, tutti_train_write_dir_f
@@ -788,6 +903,11 @@ module tutti
     interface tutti_train_site_f
         module procedure train_site_mps, train_site_mpo
     end interface tutti_train_site_f
+
+    ! A sparse solve in place: one right-hand side b(n) or several, b(n, n_rhs).
+    interface tutti_sparse_solve_f
+        module procedure sparse_solve_one, sparse_solve_many
+    end interface tutti_sparse_solve_f
 
 contains
 
@@ -892,6 +1012,13 @@ contains
         ptr = c_null_ptr
         if (present(options)) ptr = c_loc(options)
     end function src_options_ptr
+
+    function sparse_options_ptr(options) result(ptr)
+        type(tutti_sparse_options_t), intent(in), optional, target :: options
+        type(c_ptr) :: ptr
+        ptr = c_null_ptr
+        if (present(options)) ptr = c_loc(options)
+    end function sparse_options_ptr
 
     ! Releases a string tutti returned (after the caller copied it).
     subroutine release_string(ptr)
@@ -1311,6 +1438,135 @@ contains
         integer(c_int), intent(out), optional :: status
         call finish(tutti_rhf_gradient_free(result), 'tutti_rhf_gradient_free_f', status)
     end subroutine tutti_rhf_gradient_free_f
+
+    ! ------------------------------------------------------------------------------ sparse
+
+    subroutine tutti_sparse_options_default_f(options, status)
+        type(tutti_sparse_options_t), intent(out) :: options
+        integer(c_int), intent(out), optional :: status
+        call finish(tutti_sparse_options_default(options), 'tutti_sparse_options_default_f', &
+                    status)
+    end subroutine tutti_sparse_options_default_f
+
+    ! Analyses the pattern of an n x n sparse matrix and makes a factorization handle for it
+    ! in `handle` (release it with tutti_sparse_free_f): pointers(n + 1) and indices (the
+    ! entries, pointers(n + 1) - index_base of them) are compressed per options%layout and
+    ! options%index_base, and passed unchanged: for 1-based arrays set options%index_base = 1.
+    ! `options` absent: the defaults (0-based CSR). Then tutti_sparse_factor_f, and
+    ! tutti_sparse_solve_f.
+    subroutine tutti_sparse_analyse_f(n, pointers, indices, handle, options, status)
+        integer(c_int64_t), intent(in) :: n
+        integer(c_int64_t), intent(in) :: pointers(:)
+        integer(c_int64_t), intent(in) :: indices(:)
+        type(c_ptr), intent(inout) :: handle
+        type(tutti_sparse_options_t), intent(in), optional, target :: options
+        integer(c_int), intent(out), optional :: status
+        integer(c_int64_t) :: base, entries
+        character(len=160) :: shapes
+
+        if (size(pointers, kind=c_int64_t) /= n + 1) then
+            write (shapes, '(a, i0, a, i0)') 'pointers has ', size(pointers), &
+                ' entries, not n + 1 = ', n + 1
+            call misuse('tutti_sparse_analyse_f', trim(shapes))
+        end if
+        base = 0
+        if (present(options)) base = options%index_base
+        ! tutti reads pointers(n + 1) - index_base indices, which must not run past the array.
+        ! An n below 1, a base other than 0 or 1, or a last pointer below the base is refused
+        ! by tutti before any index is read.
+        if (n >= 1 .and. (base == 0 .or. base == 1)) then
+            entries = pointers(n + 1) - base
+            if (entries >= 0 .and. entries /= size(indices, kind=c_int64_t)) then
+                write (shapes, '(a, i0, a, i0, a, i0, a)') 'indices has ', size(indices), &
+                    ' entries, not pointers(n + 1) - index_base = ', entries, &
+                    ' (options%index_base is ', base, '; 1 for 1-based arrays)'
+                call misuse('tutti_sparse_analyse_f', trim(shapes))
+            end if
+        end if
+        call finish(tutti_sparse_analyse(n, pointers, indices, sparse_options_ptr(options), &
+                                         handle), 'tutti_sparse_analyse_f', status)
+    end subroutine tutti_sparse_analyse_f
+
+    ! Factors the handle's matrix with `values`, one per index given to
+    ! tutti_sparse_analyse_f, in that order (duplicates summed). Call again with new values
+    ! on the same pattern to refactor. On failure the handle holds no factors until a
+    ! factorization succeeds.
+    subroutine tutti_sparse_factor_f(handle, values, status)
+        type(c_ptr), intent(in) :: handle
+        real(c_double), intent(in) :: values(:)
+        integer(c_int), intent(out), optional :: status
+        call finish(tutti_sparse_factor(handle, values, size(values, kind=c_int64_t)), &
+                    'tutti_sparse_factor_f', status)
+    end subroutine tutti_sparse_factor_f
+
+    ! Solves A x = b in place for one right-hand side b(n); `info` receives the refinement
+    ! steps and the backward error.
+    subroutine sparse_solve_one(handle, b, info, status)
+        type(c_ptr), intent(in) :: handle
+        real(c_double), intent(inout) :: b(:)
+        type(tutti_sparse_solve_info_t), intent(inout), optional :: info
+        integer(c_int), intent(out), optional :: status
+        integer(c_int) :: code
+
+        call solve_in_place(handle, size(b), 1, b, info, code)
+        call finish(code, 'tutti_sparse_solve_f', status)
+    end subroutine sparse_solve_one
+
+    ! Solves A X = B in place for the n_rhs = size(b, 2) right-hand sides b(:, k); `info`
+    ! receives the refinement steps and the largest backward error.
+    subroutine sparse_solve_many(handle, b, info, status)
+        type(c_ptr), intent(in) :: handle
+        real(c_double), intent(inout) :: b(:, :)
+        type(tutti_sparse_solve_info_t), intent(inout), optional :: info
+        integer(c_int), intent(out), optional :: status
+        integer(c_int) :: code
+
+        call solve_in_place(handle, size(b, 1), size(b, 2), b, info, code)
+        call finish(code, 'tutti_sparse_solve_f', status)
+    end subroutine sparse_solve_many
+
+    ! The solve of both forms of tutti_sparse_solve_f, on b as `rows` x `columns`: rows other
+    ! than the handle's unknowns are the caller's bug (tutti would read past b).
+    subroutine solve_in_place(handle, rows, columns, b, info, code)
+        type(c_ptr), intent(in) :: handle
+        integer, intent(in) :: rows, columns
+        real(c_double), intent(inout) :: b(rows, columns)
+        type(tutti_sparse_solve_info_t), intent(inout), optional :: info
+        integer(c_int), intent(out) :: code
+        type(tutti_sparse_info_t) :: matrix
+        type(tutti_sparse_solve_info_t), target :: reached
+        character(len=120) :: shapes
+
+        code = tutti_sparse_info(handle, matrix)
+        if (code /= TUTTI_OK) return
+        if (rows /= matrix%unknowns) then
+            write (shapes, '(a, i0, a, i0, a)') 'b has ', rows, ' rows, not the matrix''s ', &
+                matrix%unknowns, ' unknowns'
+            call misuse('tutti_sparse_solve_f', trim(shapes))
+        end if
+        code = tutti_sparse_solve(handle, b, int(columns, c_int64_t), c_loc(reached))
+        if (code == TUTTI_OK .and. present(info)) info = reached
+    end subroutine solve_in_place
+
+    ! What the analysis predicts (fill, flops, fronts), the devices, whether the handle holds
+    ! factors and how many pivots they perturbed, the plan's largest per-device bytes.
+    subroutine tutti_sparse_info_f(handle, info, status)
+        type(c_ptr), intent(in) :: handle
+        type(tutti_sparse_info_t), intent(inout) :: info
+        integer(c_int), intent(out), optional :: status
+        call finish(tutti_sparse_info(handle, info), 'tutti_sparse_info_f', status)
+    end subroutine tutti_sparse_info_f
+
+    ! Releases a sparse handle and sets `handle` to c_null_ptr; c_null_ptr is a no-op.
+    subroutine tutti_sparse_free_f(handle, status)
+        type(c_ptr), intent(inout) :: handle
+        integer(c_int), intent(out), optional :: status
+        integer(c_int) :: code
+
+        code = tutti_sparse_free(handle)
+        if (code == TUTTI_OK) handle = c_null_ptr
+        call finish(code, 'tutti_sparse_free_f', status)
+    end subroutine tutti_sparse_free_f
 
     ! ------------------------------------------------------------------------------ trains
 

@@ -45,8 +45,9 @@ def header_enum(text: str, name: str) -> dict[str, int]:
 
 
 def header_struct_fields(text: str, name: str) -> list[str]:
-    """Field names of `typedef struct NAME { ... }` in a cbindgen header, in order."""
+    """Field names of `typedef struct NAME { ... }` in a cbindgen header, in order (a
+    fixed-size array member `int grid_dims[3];` by its name, `grid_dims`)."""
     match = re.search(rf"typedef struct {name} \{{(.*?)\}} {name};", text, flags=re.DOTALL)
     assert match, f"struct {name} not found in the header"
     body = re.sub(r"/\*.*?\*/", "", match.group(1), flags=re.DOTALL)
-    return re.findall(r"(\w+);", body)
+    return re.findall(r"(\w+)\s*(?:\[\s*\d+\s*\])?\s*;", body)

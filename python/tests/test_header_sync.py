@@ -92,14 +92,23 @@ def mirrors() -> dict[str, type]:
 
 
 def header_struct_members(text: str, name: str) -> list[tuple[str, str]]:
-    """(C type, field name) of `typedef struct NAME { ... }`, in order."""
+    """(C type, field name) of `typedef struct NAME { ... }`, in order. A fixed-size array
+    member `int grid_dims[3];` is (`int[3]`, `grid_dims`)."""
     match = re.search(rf"typedef struct {name} \{{(.*?)\}} {name};", text, flags=re.DOTALL)
     assert match, f"struct {name} not found in the header"
     body = re.sub(r"/\*.*?\*/", "", match.group(1), flags=re.DOTALL)
     return [
-        (" ".join(ctype.split()), field)
-        for ctype, field in re.findall(r"([^;{}]*?)\b(\w+)\s*;", body)
+        (" ".join(ctype.split()) + (f"[{length}]" if length else ""), field)
+        for ctype, field, length in re.findall(
+            r"([^;{}]*?)\b(\w+)\s*(?:\[\s*(\d+)\s*\])?\s*;", body
+        )
     ]
+
+
+def c_array(ctype: str) -> tuple[str, int] | None:
+    """(element type, length) of a fixed-size array type `int[3]`, else None."""
+    match = re.fullmatch(r"(.+?)\[(\d+)\]", ctype)
+    return (match.group(1), int(match.group(2))) if match else None
 
 
 def header_functions(text: str) -> dict[str, tuple[str, list[str]]]:
@@ -120,6 +129,14 @@ def header_functions(text: str) -> dict[str, tuple[str, list[str]]]:
 
 def mirrors_c_type(ctype: str, python_type, structs: dict[str, type]) -> bool:
     """Whether a ctypes type can stand for a C type of the header."""
+    if array := c_array(ctype):  # `int[3]`: `ctypes.c_int * 3`
+        element, length = array
+        return (
+            isinstance(python_type, type)
+            and issubclass(python_type, ctypes.Array)
+            and python_type._length_ == length
+            and mirrors_c_type(element, python_type._type_, structs)
+        )
     if "*" in ctype or ctype.endswith("Fn"):  # pointers, and function-pointer typedefs
         return (
             python_type in (ctypes.c_void_p, ctypes.c_char_p)
@@ -188,6 +205,7 @@ def test_fortran_module_matches_the_header(header: str, repo: Path) -> None:
         **header_enum(header, "TuttiStatus"),
         **header_enum(header, "TuttiKind"),
         **header_enum(header, "TuttiKernels"),
+        **header_enum(header, "TuttiSparseLayout"),
         **header_enum(header, "TuttiTrainKind"),
         **header_enum(header, "TuttiDtype"),
         **{
@@ -273,21 +291,30 @@ FORTRAN_SCALARS = {
 
 def fortran_bind_c_types(text: str) -> dict[str, list[tuple[str, str]]]:
     """Every `type, bind(c), public :: tutti_foo_t` by the header struct it mirrors
-    (`TuttiFoo`): its (declaration, component) pairs in order."""
+    (`TuttiFoo`): its (declaration, component) pairs in order. An array component
+    `integer(c_int) :: grid_dims(3)` is (`integer(c_int), dimension(3)`, `grid_dims`)."""
     found = {}
     for name, body in re.findall(
         r"type, bind\(c\), public :: tutti_(\w+)_t\s*\n(.*?)end type", text, flags=re.DOTALL
     ):
         c_name = "Tutti" + "".join(part.capitalize() for part in name.split("_"))
         found[c_name] = [
-            (" ".join(decl.split()).lower(), field)
-            for decl, field in re.findall(r"^\s*(.+?)\s*::\s*(\w+)", body, flags=re.MULTILINE)
+            (" ".join(decl.split()).lower() + (f", dimension({length})" if length else ""), field)
+            for decl, field, length in re.findall(
+                r"^\s*(.+?)\s*::\s*(\w+)(?:\s*\(\s*(\d+)\s*\))?", body, flags=re.MULTILINE
+            )
         ]
     return found
 
 
 def fortran_mirrors(ctype: str, declaration: str) -> bool:
     """Whether a bind(C) component declaration can stand for a member of C type `ctype`."""
+    if array := c_array(ctype):  # `int[3]`: `integer(c_int), dimension(3)`
+        element, length = array
+        suffix = f", dimension({length})"
+        return declaration.endswith(suffix) and fortran_mirrors(
+            element, declaration.removesuffix(suffix)
+        )
     if "*" in ctype:
         return declaration == "type(c_ptr)"
     if ctype.endswith("Fn"):  # function-pointer typedefs
@@ -311,3 +338,35 @@ def test_every_fortran_bind_c_type_matches_the_header(header: str, repo: Path) -
             assert fortran_mirrors(ctype, declaration), (
                 f"{c_name}.{field}: `{ctype}` mirrored by `{declaration}`"
             )
+
+
+def test_array_members_are_read_and_mirrored() -> None:
+    # The parsers above on a fixed-size array member, and what does and does not mirror it.
+    header = (
+        "typedef struct TuttiGrid {\n    /** x, y, z */\n    int dims[3];\n    double h;\n"
+        "} TuttiGrid;"
+    )
+    assert header_struct_fields(header, "TuttiGrid") == ["dims", "h"]
+    assert header_struct_members(header, "TuttiGrid") == [("int[3]", "dims"), ("double", "h")]
+    for python_type, mirrors in [
+        (ctypes.c_int * 3, True),
+        (ctypes.c_int * 2, False),
+        (ctypes.c_double * 3, False),
+        (ctypes.c_int, False),
+    ]:
+        assert mirrors_c_type("int[3]", python_type, {}) is mirrors, python_type
+    fortran = (
+        "type, bind(c), public :: tutti_grid_t\n    integer(c_int) :: dims(3)\n"
+        "    real(c_double) :: h = 0\nend type"
+    )
+    assert fortran_bind_c_types(fortran) == {
+        "TuttiGrid": [("integer(c_int), dimension(3)", "dims"), ("real(c_double)", "h")]
+    }
+    for declaration, mirrors in [
+        ("integer(c_int), dimension(3)", True),
+        ("integer(c_int), dimension(2)", False),
+        ("real(c_double), dimension(3)", False),
+        ("integer(c_int)", False),
+    ]:
+        assert fortran_mirrors("int[3]", declaration) is mirrors, declaration
+    assert not fortran_mirrors("int", "integer(c_int), dimension(3)")
