@@ -1,6 +1,6 @@
 //! One factorization split among the ranks of a group (the model axis): each rank factors
-//! its subtrees, then the shared fronts are factored by their owners from the contribution
-//! blocks gathered to them, in postorder. Solves run the same way, forward up the tree and
+//! its subtrees, then each shared front, assembled by its owner from the contribution
+//! blocks gathered to it, is factored by the ranks of its range together, in postorder. Solves run the same way, forward up the tree and
 //! backward down it. The tree, the order of every sum and the dense kernels (sequential
 //! within a front) do not depend on the number of ranks, so factors and solutions are
 //! bitwise those of one rank.
@@ -16,6 +16,7 @@ use crate::mapping::Mapping;
 use crate::numeric::{
     missing_contribution as missing, FactorOptions, FrontFactor, FrontFactorizer,
 };
+use crate::shared_front::SharedFront;
 use crate::solve::{backward_front, forward_front, SolveInfo, SolveOptions};
 use crate::symbolic::Symbolic;
 use crate::{CsrMatrix, SparseError};
@@ -78,12 +79,22 @@ pub fn factor_on(
 
     // This rank's subtrees, without a message.
     factorizer.factor_subtrees(mapping.local_fronts(rank), &mut contributions, &mut fronts)?;
-    // The shared fronts, in postorder: the children's blocks gathered to the owner.
+    // The shared fronts, in postorder: the children's blocks gathered to the owner, which
+    // assembles the front; the ranks of its range factor it together.
+    let pivoting = factorizer.pivoting();
     for f in mapping.shared_fronts() {
         let send = pack(&symbolic, &mapping, f, rank, &mut contributions)?;
         if let Some(blocks) = comm.gather(mapping.owner[f], &send)? {
             let children = unpack(&symbolic, &mapping, f, &blocks, |u| u * u)?;
-            let (factor, contribution) = factorizer.factor(f, children)?;
+            factorizer.assemble(f, children)?;
+        }
+        let shared = SharedFront {
+            front: &symbolic.fronts[f],
+            ranks: mapping.ranks[f].clone(),
+        };
+        let outcome = shared.factor(comm, factorizer.workspace(), pivoting)?;
+        factorizer.perturbed += outcome.perturbed;
+        if let Some((factor, contribution)) = outcome.kept {
             fronts[f] = Some(factor);
             contributions[f] = Some(contribution);
         }

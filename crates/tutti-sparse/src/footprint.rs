@@ -1,7 +1,8 @@
 //! What one rank's part of a factorization needs in memory, for `tutti-plan`: its factors,
-//! and its working set (the largest front it assembles, with the contribution blocks alive
-//! at that moment and, for a shared front, the blocks gathered to it), sized from the
-//! analysis and the mapping before any numeric work.
+//! and its working set (the largest front it assembles or helps factor, with the
+//! contribution blocks alive at that moment and, for a shared front's owner, the blocks
+//! gathered to it and the columns it deals), sized from the analysis and the mapping before
+//! any numeric work.
 
 use tutti_backend::{Device, Resources};
 use tutti_plan::{Budget, ObjectSpec, Plan, Planner, Tier};
@@ -57,15 +58,26 @@ pub(crate) fn rank_footprint(symbolic: &Symbolic, mapping: &Mapping, rank: usize
                 .iter()
                 .map(|&c| square(fronts[c].update.len()))
                 .sum();
+            // The front, and the copies of the other ranks' columns dealt from it.
+            let dealt = if mapping.ranks[f].len() > 1 {
+                square(front.order())
+            } else {
+                0
+            };
             peak = peak.max(
                 live.saturating_add(gathered)
-                    .saturating_add(square(front.order())),
+                    .saturating_add(square(front.order()))
+                    .saturating_add(dealt),
             );
             live = live
                 .saturating_sub(sent)
                 .saturating_add(square(front.update.len()));
             own(f, &mut factors);
         } else {
+            if mapping.ranks[f].contains(&rank) {
+                // A rank of the range works in a whole copy of the front.
+                peak = peak.max(live.saturating_add(square(front.order())));
+            }
             live = live.saturating_sub(sent);
         }
     }

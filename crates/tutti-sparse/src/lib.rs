@@ -51,6 +51,7 @@
 mod analyse;
 mod assembly;
 mod csr;
+mod dense;
 mod distributed;
 mod error;
 mod footprint;
@@ -60,6 +61,7 @@ pub mod matrix_market;
 pub mod models;
 mod numeric;
 pub mod ordering;
+mod shared_front;
 mod solve;
 mod symbolic;
 mod tree;

@@ -7,8 +7,8 @@
 //! ranks, neighbours share one. A node whose range is a single rank is **local**: its whole
 //! subtree is on that rank, factored without a message. A node with a range of several
 //! ranks is **shared**: its children's contribution blocks are gathered to its owner (the
-//! range's first rank), which factors it (one owner per shared front, a first step before
-//! factoring shared fronts block-cyclically). The tree itself never depends on P: P only
+//! range's first rank), which assembles it; the range's ranks factor it together, its
+//! columns dealt block-cyclically (`shared_front`), and the owner keeps its factors. The tree itself never depends on P: P only
 //! decides where subtrees run, so the arithmetic, and the bits, are those of one rank.
 
 use std::ops::Range;
@@ -18,8 +18,11 @@ use crate::symbolic::Symbolic;
 /// The ranks of every front.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Mapping {
-    /// The rank that factors and solves each front.
+    /// The rank that assembles, keeps and solves each front: its range's first.
     pub owner: Vec<usize>,
+    /// The ranks of each front: one for a local front; for a shared one, the ranks that
+    /// factor it together.
+    pub ranks: Vec<Range<usize>>,
     /// Whether each front's whole subtree is on its owner.
     pub local: Vec<bool>,
 }
@@ -67,6 +70,7 @@ impl Mapping {
         Self {
             owner: range.iter().map(|r| r.start).collect(),
             local: range.iter().map(|r| r.len() == 1).collect(),
+            ranks: range,
         }
     }
 

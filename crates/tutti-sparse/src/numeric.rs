@@ -11,16 +11,9 @@
 
 use std::sync::Arc;
 
-use faer::linalg::matmul::matmul;
-use faer::linalg::triangular_solve::solve_unit_lower_triangular_in_place;
-use faer::reborrow::{Reborrow, ReborrowMut};
-use faer::{Accum, MatMut, MatRef, Par};
-
-use crate::symbolic::{Front, Symbolic};
+use crate::dense::{factor_front, Pivoting};
+use crate::symbolic::Symbolic;
 use crate::{CsrMatrix, SparseError};
-
-/// Columns eliminated per panel of a front's blocked LU.
-const PANEL: usize = 32;
 
 /// One front's factors.
 #[derive(Clone, Debug)]
@@ -142,8 +135,7 @@ pub(crate) fn missing_contribution(f: usize) -> SparseError {
 pub(crate) struct FrontFactorizer<'s> {
     symbolic: &'s Symbolic,
     values: &'s [f64],
-    tiny: f64,
-    replacement: f64,
+    pivoting: Pivoting,
     /// The front being factored, reused from front to front (zeroing memory already
     /// touched costs no page faults; a fresh allocation per front had two ranks contending
     /// in the kernel).
@@ -164,8 +156,7 @@ impl<'s> FrontFactorizer<'s> {
         Self {
             symbolic,
             values,
-            tiny,
-            replacement,
+            pivoting: Pivoting { tiny, replacement },
             dense: Vec::new(),
             perturbed: 0,
         }
@@ -179,6 +170,20 @@ impl<'s> FrontFactorizer<'s> {
         f: usize,
         children: impl IntoIterator<Item = (usize, &'b [f64])>,
     ) -> Result<(FrontFactor, Vec<f64>), SparseError> {
+        self.assemble(f, children)?;
+        let (factor, contribution, count) =
+            factor_front(&mut self.dense, &self.symbolic.fronts[f], self.pivoting);
+        self.perturbed += count;
+        Ok((factor, contribution))
+    }
+
+    /// Front `f` assembled from the matrix and `children`'s contribution blocks, in the
+    /// workspace ([`FrontFactorizer::workspace`]), not factored.
+    pub fn assemble<'b>(
+        &mut self,
+        f: usize,
+        children: impl IntoIterator<Item = (usize, &'b [f64])>,
+    ) -> Result<(), SparseError> {
         let front = &self.symbolic.fronts[f];
         assemble(self.symbolic, f, self.values, &mut self.dense)?;
         for (c, block) in children {
@@ -189,10 +194,17 @@ impl<'s> FrontFactorizer<'s> {
                 &self.symbolic.fronts[c].in_parent,
             );
         }
-        let (factor, contribution, count) =
-            factor_front(&mut self.dense, front, self.tiny, self.replacement);
-        self.perturbed += count;
-        Ok((factor, contribution))
+        Ok(())
+    }
+
+    /// The workspace: the front last assembled, column-major.
+    pub fn workspace(&mut self) -> &mut Vec<f64> {
+        &mut self.dense
+    }
+
+    /// The pivot thresholds.
+    pub fn pivoting(&self) -> Pivoting {
+        self.pivoting
     }
 
     /// Factors `fronts` (whole subtrees, in postorder): each front's children's blocks are
@@ -264,100 +276,4 @@ fn extend_add(front: &mut [f64], m: usize, block: &[f64], positions: &[usize]) {
             target[row] += value;
         }
     }
-}
-
-/// Eliminates a front's fully summed unknowns; returns its factors, its contribution block
-/// (column-major `u x u`) and the number of perturbed pivots.
-fn factor_front(
-    dense: &mut [f64],
-    front: &Front,
-    tiny: f64,
-    replacement: f64,
-) -> (FrontFactor, Vec<f64>, usize) {
-    let m = front.order();
-    let p = front.pivots;
-    let mut swaps = Vec::with_capacity(p);
-    let mut perturbed = 0;
-    let mut k0 = 0;
-    while k0 < p {
-        let nb = PANEL.min(p - k0);
-        for k in k0..k0 + nb {
-            let column = k * m;
-            let mut best = k;
-            let mut best_abs = dense[column + k].abs();
-            for r in k + 1..p {
-                let candidate = dense[column + r].abs();
-                if candidate > best_abs {
-                    best = r;
-                    best_abs = candidate;
-                }
-            }
-            swaps.push(best);
-            if best != k {
-                for c in 0..m {
-                    dense.swap(c * m + k, c * m + best);
-                }
-            }
-            let mut pivot = dense[column + k];
-            if pivot.abs() <= tiny {
-                pivot = if pivot.is_sign_negative() {
-                    -replacement
-                } else {
-                    replacement
-                };
-                dense[column + k] = pivot;
-                perturbed += 1;
-            }
-            for r in k + 1..m {
-                dense[column + r] /= pivot;
-            }
-            // The rest of the panel: a rank-1 update of its columns below row k.
-            for c in k + 1..k0 + nb {
-                let u_kc = dense[c * m + k];
-                if u_kc != 0.0 {
-                    for r in k + 1..m {
-                        dense[c * m + r] -= dense[column + r] * u_kc;
-                    }
-                }
-            }
-        }
-        let done = k0 + nb;
-        if done < m {
-            let whole = MatMut::from_column_major_slice_mut(&mut *dense, m, m);
-            let (top_left, top_right, bottom_left, bottom_right) = whole.split_at_mut(done, done);
-            // U of the panel's rows right of it: L_panel^{-1} times those rows.
-            let panel_lower = top_left.rb().submatrix(k0, k0, nb, nb);
-            let mut panel_rows = top_right.submatrix_mut(k0, 0, nb, m - done);
-            solve_unit_lower_triangular_in_place(panel_lower, panel_rows.rb_mut(), Par::Seq);
-            // The trailing block minus L (below the panel) times U (right of it).
-            let below: MatRef<'_, f64> = bottom_left.rb().submatrix(0, k0, m - done, nb);
-            matmul(
-                bottom_right,
-                Accum::Add,
-                below,
-                panel_rows.rb(),
-                -1.0,
-                Par::Seq,
-            );
-        }
-        k0 = done;
-    }
-    let u = m - p;
-    let mut lower = Vec::with_capacity(m * p);
-    lower.extend_from_slice(&dense[..m * p]);
-    let mut upper = Vec::with_capacity(p * u);
-    let mut contribution = Vec::with_capacity(u * u);
-    for c in p..m {
-        upper.extend_from_slice(&dense[c * m..c * m + p]);
-        contribution.extend_from_slice(&dense[c * m + p..(c + 1) * m]);
-    }
-    (
-        FrontFactor {
-            swaps,
-            lower,
-            upper,
-        },
-        contribution,
-        perturbed,
-    )
 }

@@ -1,0 +1,219 @@
+//! The dense kernels of one front's blocked right-looking LU, cut into the steps that one
+//! rank runs alone or that the owners of a shared front run together: factor a panel of
+//! (at most) [`PANEL`] fully summed columns, swap its pivot rows in other columns, update a
+//! block of columns right of it. The columns right of a panel are updated block by block,
+//! in blocks aligned to multiples of [`PANEL`], on one rank as on several, so every column
+//! sees the same kernel calls on the same data wherever it lives: the bits of one rank.
+//!
+//! A front is column-major `m x m`; its first `p` columns and rows are fully summed.
+
+use std::ops::Range;
+
+use faer::linalg::matmul::matmul;
+use faer::linalg::triangular_solve::solve_unit_lower_triangular_in_place;
+use faer::reborrow::{Reborrow, ReborrowMut};
+use faer::{Accum, MatMut, MatRef, Par};
+
+use crate::numeric::FrontFactor;
+use crate::symbolic::Front;
+
+/// Columns eliminated per panel, and the width of the column blocks updated after it.
+pub(crate) const PANEL: usize = 32;
+
+/// The pivot thresholds of a factorization: a pivot of magnitude at most `tiny` is replaced
+/// by `replacement` with its sign.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Pivoting {
+    pub tiny: f64,
+    pub replacement: f64,
+}
+
+/// The panels of a front with `p` fully summed columns: `k0..k0 + nb`, `k0` a multiple of
+/// [`PANEL`].
+pub(crate) fn panels(p: usize) -> impl Iterator<Item = Range<usize>> {
+    (0..p).step_by(PANEL).map(move |k0| k0..(k0 + PANEL).min(p))
+}
+
+/// The column block holding column `c`: blocks are aligned to multiples of [`PANEL`].
+pub(crate) fn block_of(c: usize) -> usize {
+    c / PANEL
+}
+
+/// The blocks of columns `from..m`, cut at multiples of [`PANEL`] (the first may be short).
+pub(crate) fn column_blocks(from: usize, m: usize) -> impl Iterator<Item = Range<usize>> {
+    let mut start = from;
+    std::iter::from_fn(move || {
+        (start < m).then(|| {
+            let end = ((block_of(start) + 1) * PANEL).min(m);
+            let block = start..end;
+            start = end;
+            block
+        })
+    })
+}
+
+/// Factors the panel `k0..k0 + nb` of the `m x m` front in `dense` (its columns up to date):
+/// partial pivoting among rows `k..p`, rows swapped within the panel's columns only, tiny
+/// pivots perturbed. Returns the pivot row of each step and the perturbed count.
+pub(crate) fn factor_panel(
+    dense: &mut [f64],
+    m: usize,
+    p: usize,
+    panel: Range<usize>,
+    pivoting: Pivoting,
+) -> (Vec<usize>, usize) {
+    let mut swaps = Vec::with_capacity(panel.len());
+    let mut perturbed = 0;
+    for k in panel.clone() {
+        let column = k * m;
+        let mut best = k;
+        let mut best_abs = dense[column + k].abs();
+        for r in k + 1..p {
+            let candidate = dense[column + r].abs();
+            if candidate > best_abs {
+                best = r;
+                best_abs = candidate;
+            }
+        }
+        swaps.push(best);
+        if best != k {
+            for c in panel.clone() {
+                dense.swap(c * m + k, c * m + best);
+            }
+        }
+        let mut pivot = dense[column + k];
+        if pivot.abs() <= pivoting.tiny {
+            pivot = if pivot.is_sign_negative() {
+                -pivoting.replacement
+            } else {
+                pivoting.replacement
+            };
+            dense[column + k] = pivot;
+            perturbed += 1;
+        }
+        for r in k + 1..m {
+            dense[column + r] /= pivot;
+        }
+        // The rest of the panel: a rank-1 update of its columns below row k.
+        for c in k + 1..panel.end {
+            let u_kc = dense[c * m + k];
+            if u_kc != 0.0 {
+                for r in k + 1..m {
+                    dense[c * m + r] -= dense[column + r] * u_kc;
+                }
+            }
+        }
+    }
+    (swaps, perturbed)
+}
+
+/// Swaps rows `k0 + i` and `swaps[i]`, in order, in the columns `columns`.
+pub(crate) fn apply_swaps(
+    dense: &mut [f64],
+    m: usize,
+    k0: usize,
+    swaps: &[usize],
+    columns: Range<usize>,
+) {
+    for (i, &best) in swaps.iter().enumerate() {
+        let k = k0 + i;
+        if best != k {
+            for c in columns.clone() {
+                dense.swap(c * m + k, c * m + best);
+            }
+        }
+    }
+}
+
+/// Applies the factored panel `panel` (pivot rows already swapped in `columns`) to the
+/// columns `columns`, all right of it: their panel rows become U (`L_panel^{-1}` times
+/// them), and the rows below lose L (below the panel) times that U.
+pub(crate) fn update_block(
+    dense: &mut [f64],
+    m: usize,
+    panel: Range<usize>,
+    columns: Range<usize>,
+) {
+    let (k0, done) = (panel.start, panel.end);
+    let nb = done - k0;
+    let whole = MatMut::from_column_major_slice_mut(dense, m, m);
+    let (top_left, top_right, bottom_left, bottom_right) = whole.split_at_mut(done, done);
+    let width = columns.len();
+    let offset = columns.start - done;
+    let panel_lower = top_left.rb().submatrix(k0, k0, nb, nb);
+    let mut panel_rows = top_right.submatrix_mut(k0, offset, nb, width);
+    solve_unit_lower_triangular_in_place(panel_lower, panel_rows.rb_mut(), Par::Seq);
+    let below: MatRef<'_, f64> = bottom_left.rb().submatrix(0, k0, m - done, nb);
+    matmul(
+        bottom_right.submatrix_mut(0, offset, m - done, width),
+        Accum::Add,
+        below,
+        panel_rows.rb(),
+        -1.0,
+        Par::Seq,
+    );
+}
+
+/// Eliminates a front's fully summed unknowns on one rank; returns its factors, its
+/// contribution block (column-major `u x u`) and the number of perturbed pivots.
+pub(crate) fn factor_front(
+    dense: &mut [f64],
+    front: &Front,
+    pivoting: Pivoting,
+) -> (FrontFactor, Vec<f64>, usize) {
+    let m = front.order();
+    let p = front.pivots;
+    let mut swaps = Vec::with_capacity(p);
+    let mut perturbed = 0;
+    for panel in panels(p) {
+        let (panel_swaps, count) = factor_panel(dense, m, p, panel.clone(), pivoting);
+        perturbed += count;
+        apply_swaps(dense, m, panel.start, &panel_swaps, 0..panel.start);
+        apply_swaps(dense, m, panel.start, &panel_swaps, panel.end..m);
+        for block in column_blocks(panel.end, m) {
+            update_block(dense, m, panel.clone(), block);
+        }
+        swaps.extend(panel_swaps);
+    }
+    let (factor, contribution) = extract(dense, front, swaps);
+    (factor, contribution, perturbed)
+}
+
+/// A factored front's L and U, and its contribution block, copied out of `dense`.
+pub(crate) fn extract(dense: &[f64], front: &Front, swaps: Vec<usize>) -> (FrontFactor, Vec<f64>) {
+    let m = front.order();
+    let p = front.pivots;
+    let u = m - p;
+    let mut lower = Vec::with_capacity(m * p);
+    lower.extend_from_slice(&dense[..m * p]);
+    let mut upper = Vec::with_capacity(p * u);
+    let mut contribution = Vec::with_capacity(u * u);
+    for c in p..m {
+        upper.extend_from_slice(&dense[c * m..c * m + p]);
+        contribution.extend_from_slice(&dense[c * m + p..(c + 1) * m]);
+    }
+    (
+        FrontFactor {
+            swaps,
+            lower,
+            upper,
+        },
+        contribution,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn column_blocks_are_cut_at_multiples_of_the_panel() {
+        let blocks: Vec<_> = column_blocks(40, 100).collect();
+        assert_eq!(blocks, vec![40..64, 64..96, 96..100]);
+        assert_eq!(column_blocks(64, 64).count(), 0);
+        assert_eq!(column_blocks(0, 5).collect::<Vec<_>>(), vec![0..5]);
+        let panels: Vec<_> = panels(70).collect();
+        assert_eq!(panels, vec![0..32, 32..64, 64..70]);
+        assert_eq!(block_of(63), 1);
+    }
+}

@@ -1,0 +1,288 @@
+//! A shared front factored by all the ranks of its range together, its columns dealt
+//! block-cyclically (blocks of [`crate::dense::PANEL`] columns, block b to the range's rank `b mod q`).
+//!
+//! The front's owner (the range's first rank) assembles it and scatters each rank its
+//! columns. For each panel, the rank holding it factors it (its columns are up to date: it
+//! applied every earlier panel to them) and broadcasts it with its pivot rows; every rank of
+//! the range swaps those rows in its own columns and updates its own blocks right of the
+//! panel. At the end the owner gathers the columns back and keeps the factors and the
+//! contribution block, as if it had factored the front alone. Every column sees the kernel
+//! calls of [`crate::dense::factor_front`] on the same data, so the factors are bitwise
+//! those of one rank; the ranks of the range share the trailing updates, which dominate.
+//!
+//! Every rank of the group takes part in the collectives (ranks outside the range send and
+//! keep nothing), so the shared fronts are visited in the same postorder everywhere.
+
+use std::ops::Range;
+
+use tutti_group::Comm;
+
+use crate::dense::{
+    apply_swaps, block_of, column_blocks, extract, factor_panel, panels, update_block, Pivoting,
+};
+use crate::numeric::FrontFactor;
+use crate::symbolic::Front;
+use crate::SparseError;
+
+/// What one rank gets from factoring a shared front.
+pub(crate) struct Outcome {
+    /// At the owner, the front's factors and its contribution block; elsewhere `None`.
+    pub kept: Option<(FrontFactor, Vec<f64>)>,
+    /// The pivots this rank perturbed (in the panels it factored).
+    pub perturbed: usize,
+}
+
+/// A front shared by the ranks `ranks` (at least two), owned by `ranks.start`.
+pub(crate) struct SharedFront<'a> {
+    pub front: &'a Front,
+    pub ranks: Range<usize>,
+}
+
+impl SharedFront<'_> {
+    fn owner(&self) -> usize {
+        self.ranks.start
+    }
+
+    /// The rank holding column block `block`.
+    fn holder(&self, block: usize) -> usize {
+        self.ranks.start + block % self.ranks.len().max(1)
+    }
+
+    /// The column ranges of the blocks `rank` holds, in order.
+    fn columns_of(&self, rank: usize) -> Vec<Range<usize>> {
+        column_blocks(0, self.front.order())
+            .filter(|block| self.holder(block_of(block.start)) == rank)
+            .collect()
+    }
+
+    /// Factors the front with the other ranks of its range. At the owner, `dense` holds the
+    /// assembled front (column-major) and receives the factored one; elsewhere in the range it
+    /// is a workspace.
+    ///
+    /// Errors: a collective's (another rank failed).
+    pub fn factor(
+        &self,
+        comm: &Comm<'_>,
+        dense: &mut Vec<f64>,
+        pivoting: Pivoting,
+    ) -> Result<Outcome, SparseError> {
+        let rank = comm.rank();
+        let m = self.front.order();
+        let p = self.front.pivots;
+        let inside = self.ranks.contains(&rank);
+        let mine = self.columns_of(rank);
+
+        // The owner deals the columns.
+        let dealt = (rank == self.owner()).then(|| {
+            (0..comm.size())
+                .map(|r| {
+                    let mut columns = Vec::new();
+                    if r != rank {
+                        for block in self.columns_of(r) {
+                            columns.extend_from_slice(&dense[block.start * m..block.end * m]);
+                        }
+                    }
+                    columns
+                })
+                .collect::<Vec<_>>()
+        });
+        let received = comm.scatter(self.owner(), dealt.as_deref())?;
+        if inside && rank != self.owner() {
+            dense.clear();
+            dense.resize(m * m, 0.0);
+            place(dense, m, &mine, &received)?;
+        }
+
+        let mut swaps = Vec::with_capacity(p);
+        let mut perturbed = 0;
+        let mut message = Vec::new();
+        for panel in panels(p) {
+            let root = self.holder(block_of(panel.start));
+            let width = panel.len();
+            message.clear();
+            if rank == root {
+                let (panel_swaps, count) = factor_panel(dense, m, p, panel.clone(), pivoting);
+                perturbed += count;
+                message.extend_from_slice(&dense[panel.start * m..panel.end * m]);
+                // Row indices below p < 2^53: exact as doubles.
+                message.extend(panel_swaps.iter().map(|&r| r as f64));
+            }
+            comm.broadcast(root, &mut message)?;
+            if message.len() != width * m + width {
+                return Err(SparseError::invalid(format!(
+                    "a panel of {width} columns of a front of order {m} arrived as {} values",
+                    message.len()
+                )));
+            }
+            let panel_swaps: Vec<usize> =
+                message[width * m..].iter().map(|&r| r as usize).collect();
+            if inside {
+                if rank != root {
+                    dense[panel.start * m..panel.end * m].copy_from_slice(&message[..width * m]);
+                }
+                for block in &mine {
+                    for columns in [
+                        block.start..block.end.min(panel.start),
+                        block.start.max(panel.end)..block.end,
+                    ] {
+                        if !columns.is_empty() {
+                            apply_swaps(dense, m, panel.start, &panel_swaps, columns);
+                        }
+                    }
+                }
+                for block in column_blocks(panel.end, m) {
+                    if self.holder(block_of(block.start)) == rank {
+                        update_block(dense, m, panel.clone(), block);
+                    }
+                }
+            }
+            swaps.extend(panel_swaps);
+        }
+
+        // The owner gathers the columns back.
+        let mut send = Vec::new();
+        if inside && rank != self.owner() {
+            for block in &mine {
+                send.extend_from_slice(&dense[block.start * m..block.end * m]);
+            }
+        }
+        let gathered = comm.gather(self.owner(), &send)?;
+        let Some(gathered) = gathered else {
+            return Ok(Outcome {
+                kept: None,
+                perturbed,
+            });
+        };
+        for r in self.ranks.clone().filter(|&r| r != rank) {
+            place(dense, m, &self.columns_of(r), &gathered[r])?;
+        }
+        Ok(Outcome {
+            kept: Some(extract(dense, self.front, swaps)),
+            perturbed,
+        })
+    }
+}
+
+/// Copies `columns` (the blocks' columns, concatenated) into their places in `dense`.
+fn place(
+    dense: &mut [f64],
+    m: usize,
+    blocks: &[Range<usize>],
+    columns: &[f64],
+) -> Result<(), SparseError> {
+    let expected: usize = blocks.iter().map(|b| b.len() * m).sum();
+    if columns.len() != expected {
+        return Err(SparseError::invalid(format!(
+            "{} values arrived for {expected} of a front's columns",
+            columns.len()
+        )));
+    }
+    let mut at = 0;
+    for block in blocks {
+        let len = block.len() * m;
+        dense[block.start * m..block.end * m].copy_from_slice(&columns[at..at + len]);
+        at += len;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dense::factor_front;
+    use tutti_backend::{GpuUse, Resources};
+    use tutti_group::Group;
+
+    /// A front of order `pivots + update` with pseudo-random entries, column `zero` of its
+    /// fully summed part zero (a pivot to perturb).
+    fn random_front(pivots: usize, update: usize, zero: usize) -> (Front, Vec<f64>) {
+        let m = pivots + update;
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut dense: Vec<f64> = (0..m * m)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (state >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+            })
+            .collect();
+        dense[zero * m..zero * m + pivots].fill(0.0);
+        let front = Front {
+            first: 0,
+            pivots,
+            update: (pivots..m).collect(),
+            children: Vec::new(),
+            in_parent: Vec::new(),
+        };
+        (front, dense)
+    }
+
+    #[test]
+    fn a_front_factored_by_its_range_has_the_bits_of_one_rank() {
+        let pivoting = Pivoting {
+            tiny: 1e-300,
+            replacement: 1e-8,
+        };
+        // Pivots not a multiple of the panel, an update part, fronts larger and smaller
+        // than the range's blocks.
+        for (pivots, update, zero) in [(75, 40, 33), (96, 0, 5), (20, 50, 0), (200, 130, 101)] {
+            let (front, assembled) = random_front(pivots, update, zero);
+            let mut alone = assembled.clone();
+            let (want, want_contribution, want_perturbed) =
+                factor_front(&mut alone, &front, pivoting);
+            assert!(want_perturbed >= 1, "column {zero} was zero");
+            for (size, ranks) in [(2, 0..2), (3, 0..3), (4, 1..4), (4, 0..4)] {
+                let group =
+                    Group::from_resources(&Resources::cpu(size), GpuUse::HostOnly).expect("group");
+                let shared = SharedFront {
+                    front: &front,
+                    ranks: ranks.clone(),
+                };
+                let results = group
+                    .run(|comm| {
+                        let mut dense = if comm.rank() == ranks.start {
+                            assembled.clone()
+                        } else {
+                            Vec::new()
+                        };
+                        shared.factor(comm, &mut dense, pivoting)
+                    })
+                    .expect("run");
+                let perturbed: usize = results.iter().map(|outcome| outcome.perturbed).sum();
+                assert_eq!(perturbed, want_perturbed);
+                for (rank, outcome) in results.into_iter().enumerate() {
+                    let Some((factor, contribution)) = outcome.kept else {
+                        assert_ne!(rank, ranks.start, "the owner keeps the factors");
+                        continue;
+                    };
+                    assert_eq!(rank, ranks.start);
+                    let label = format!("p {pivots}, u {update}, ranks {ranks:?} of {size}");
+                    assert_eq!(factor.swaps, want.swaps, "{label}");
+                    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(bits(&factor.lower), bits(&want.lower), "{label}");
+                    assert_eq!(bits(&factor.upper), bits(&want.upper), "{label}");
+                    assert_eq!(bits(&contribution), bits(&want_contribution), "{label}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn blocks_are_dealt_round_robin_over_the_range() {
+        let front = Front {
+            first: 0,
+            pivots: 70,
+            update: (70..100).collect(),
+            children: Vec::new(),
+            in_parent: Vec::new(),
+        };
+        let shared = SharedFront {
+            front: &front,
+            ranks: 2..5,
+        };
+        assert_eq!(shared.columns_of(2), vec![0..32, 96..100]);
+        assert_eq!(shared.columns_of(3), vec![32..64]);
+        assert_eq!(shared.columns_of(4), vec![64..96]);
+        assert!(shared.columns_of(0).is_empty());
+    }
+}
