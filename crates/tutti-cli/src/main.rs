@@ -92,9 +92,7 @@ fn main() -> ExitCode {
             Command::Campaign(args) => {
                 alone("tutti campaign").and_then(|()| fit::run_campaign(&args, json))
             }
-            Command::Sparse(args) => {
-                alone("tutti sparse").and_then(|()| sparse::run(&args, &processes, json))
-            }
+            Command::Sparse(args) => sparse::run(&args, &processes, json),
         }
     });
     progress::finish();

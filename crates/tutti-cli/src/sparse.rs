@@ -8,12 +8,13 @@ use std::time::Instant;
 use clap::{ArgGroup, Args, Subcommand, ValueEnum};
 use serde_json::{json, Value};
 use tutti_backend::{format_bytes, GpuUse, Resources};
+use tutti_group::{Group, RunError};
 use tutti_plan::npy;
 use tutti_plan::Tier;
 use tutti_sparse::ordering::{grid_dissection, nested_dissection, Grid, OrderingOptions};
 use tutti_sparse::{
-    analyse, matrix_market, models, CsrMatrix, FactorOptions, Factorization, Graph, OrderingMethod,
-    SolveInfo, SolveOptions, SparseError, SplitFactorization, Symbolic,
+    analyse, factor_on, matrix_market, models, solve_on, CsrMatrix, FactorOptions, Factorization,
+    Graph, OrderingMethod, SolveInfo, SolveOptions, SparseError, SplitFactorization, Symbolic,
 };
 
 use crate::failure::Failure;
@@ -154,7 +155,9 @@ struct InfoArgs {
 pub fn run(args: &SparseArgs, processes: &Processes, json: bool) -> Result<(), Failure> {
     match &args.command {
         SparseCommand::Solve(solve) => run_solve(solve, processes, json),
-        SparseCommand::Info(info) => run_info(info, json),
+        SparseCommand::Info(info) => processes
+            .refuse_spanning("tutti sparse info")
+            .and_then(|()| run_info(info, json)),
     }
 }
 
@@ -701,9 +704,94 @@ fn relative_residual(a: &CsrMatrix, x: &[f64], b: &[f64]) -> Result<f64, Failure
 }
 
 /// The factorization, on one device or split among several.
-enum Factors {
-    One(Factorization),
-    Split(SplitFactorization),
+/// A solve's outcome, with the times of its two phases.
+struct Solved {
+    x: Vec<f64>,
+    info: SolveInfo,
+    perturbed: usize,
+    factor_seconds: f64,
+    solve_seconds: f64,
+}
+
+/// Factors `a` on the ranks of `group` and solves for `rhs`: on one device alone, split
+/// among this process's devices, or, over MPI, inside the group's run on every process
+/// (each gets the whole solution; the bits are those of one device in every case).
+fn factor_and_solve(
+    group: &Group,
+    symbolic: &Arc<Symbolic>,
+    a: &CsrMatrix,
+    rhs: &RightHandSides,
+    resources: &Resources,
+) -> Result<Solved, Failure> {
+    let options = SolveOptions::default();
+    let mut x = rhs.values.clone();
+    if group.is_spanning() {
+        let mut outcomes = group
+            .run(|comm| {
+                let factored = Instant::now();
+                let part = factor_on(comm, Arc::clone(symbolic), a, FactorOptions::default())?;
+                let factor_seconds = factored.elapsed().as_secs_f64();
+                let solved = Instant::now();
+                let mut x = rhs.values.clone();
+                let info = solve_on(comm, &part, &mut x, rhs.count, &options)?;
+                Ok::<_, SparseError>(Solved {
+                    x,
+                    info,
+                    perturbed: part.perturbed_pivots(),
+                    factor_seconds,
+                    solve_seconds: solved.elapsed().as_secs_f64(),
+                })
+            })
+            .map_err(|error| match error {
+                RunError::Failed { error, .. } => Failure::from(error),
+                other => Failure::computation(other.to_string()),
+            })?;
+        // This process's first rank; every rank holds the whole solution.
+        return if outcomes.is_empty() {
+            Err(Failure::computation(
+                "the group ran no rank in this process",
+            ))
+        } else {
+            Ok(outcomes.swap_remove(0))
+        };
+    }
+    let factored = Instant::now();
+    let (info, perturbed, factor_seconds, solve_seconds) = if group.size() == 1 {
+        let lu = Factorization::new(Arc::clone(symbolic), a, FactorOptions::default())?;
+        let factor_seconds = factored.elapsed().as_secs_f64();
+        let solved = Instant::now();
+        let info = lu.solve_in_place(&mut x, rhs.count, &options)?;
+        (
+            info,
+            lu.perturbed_pivots(),
+            factor_seconds,
+            solved.elapsed().as_secs_f64(),
+        )
+    } else {
+        let lu = SplitFactorization::new(
+            group,
+            Arc::clone(symbolic),
+            a,
+            FactorOptions::default(),
+            resources,
+        )?;
+        let factor_seconds = factored.elapsed().as_secs_f64();
+        let solved = Instant::now();
+        let info = lu.solve_in_place(group, &mut x, rhs.count, &options)?;
+        (
+            info,
+            lu.perturbed_pivots(),
+            factor_seconds,
+            solved.elapsed().as_secs_f64(),
+        )
+    };
+    Ok(Solved {
+        x,
+        info,
+        perturbed,
+        factor_seconds,
+        solve_seconds,
+    })
 }
 
 fn run_solve(args: &SolveArgs, processes: &Processes, json: bool) -> Result<(), Failure> {
@@ -728,6 +816,7 @@ fn run_solve(args: &SolveArgs, processes: &Processes, json: bool) -> Result<(), 
     // device as on several.
     let plan = tutti_sparse::plan(symbolic, group.size(), group.devices(), &resources)?;
     if args.plan {
+        processes.refuse_spanning("tutti sparse solve --plan")?;
         if json {
             let fields = json!({
                 "inputs": inputs,
@@ -746,50 +835,29 @@ fn run_solve(args: &SolveArgs, processes: &Processes, json: bool) -> Result<(), 
         None => RightHandSides::of_ones(a)?,
     };
 
-    let factored = Instant::now();
     log::info!(
-        "factoring {n} unknowns on {} device(s) ({} fronts)",
+        "factoring {n} unknowns on {} device(s) ({} fronts), solving for {} right-hand side(s)",
         group.size(),
-        symbolic.statistics().fronts
+        symbolic.statistics().fronts,
+        rhs.count
     );
-    let factors = if group.size() == 1 {
-        Factors::One(Factorization::new(
-            Arc::clone(symbolic),
-            a,
-            FactorOptions::default(),
-        )?)
-    } else {
-        Factors::Split(SplitFactorization::new(
-            &group,
-            Arc::clone(symbolic),
-            a,
-            FactorOptions::default(),
-            &resources,
-        )?)
-    };
-    let factor_seconds = factored.elapsed().as_secs_f64();
-
-    let solved = Instant::now();
-    log::info!("solving for {} right-hand side(s)", rhs.count);
-    let mut x = rhs.values.clone();
-    let options = SolveOptions::default();
-    let (info, perturbed): (SolveInfo, usize) = match &factors {
-        Factors::One(lu) => (
-            lu.solve_in_place(&mut x, rhs.count, &options)?,
-            lu.perturbed_pivots(),
-        ),
-        Factors::Split(lu) => (
-            lu.solve_in_place(&group, &mut x, rhs.count, &options)?,
-            lu.perturbed_pivots(),
-        ),
-    };
-    let solve_seconds = solved.elapsed().as_secs_f64();
+    let Solved {
+        x,
+        info,
+        perturbed,
+        factor_seconds,
+        solve_seconds,
+    } = factor_and_solve(&group, symbolic, a, &rhs, &resources)?;
     let residual = relative_residual(a, &x, &rhs.values)?;
     let max_error = args
         .rhs
         .is_none()
         .then(|| x.iter().fold(0.0f64, |m, v| m.max((v - 1.0).abs())));
 
+    // Every process holds the whole solution; rank 0 writes and reports it.
+    if !processes.prints() {
+        return Ok(());
+    }
     let written = Instant::now();
     if let Some(out) = &args.out {
         log::info!("writing {}", out.display());

@@ -167,6 +167,67 @@ fn fmm_over_processes_writes_bitwise_the_files_of_threads() {
 }
 
 #[test]
+fn sparse_over_processes_writes_bitwise_the_solution_of_threads() {
+    if !have_mpirun() {
+        return;
+    }
+    let dir = scratch("mpirun-sparse");
+    // A 3-D convection-diffusion matrix: its top fronts are shared by every rank.
+    let command = [
+        "sparse",
+        "solve",
+        "--model",
+        "convection-diffusion",
+        "--dims",
+        "14,13,12",
+        "--kind",
+        "cpu",
+    ];
+    for processes in [2usize, 3] {
+        let count = processes.to_string();
+        let threads = dir.join(format!("threads{processes}.npy"));
+        let on_threads = alone(&[&command[..], &["-d", &count, "--out", text(&threads)]].concat());
+        assert!(on_threads.status.success(), "{on_threads:?}");
+        let over = dir.join(format!("processes{processes}.npy"));
+        let over_mpi = mpirun(
+            processes,
+            &[&command[..], &["-d", "1", "--out", text(&over)]].concat(),
+        );
+        assert!(
+            over_mpi.status.success(),
+            "mpirun -n {processes} tutti sparse solve: {}",
+            String::from_utf8_lossy(&over_mpi.stderr)
+        );
+        let stdout = String::from_utf8_lossy(&over_mpi.stdout);
+        assert_eq!(
+            stdout.matches("sparse: ").count(),
+            1,
+            "rank 0 alone prints:\n{stdout}"
+        );
+        assert!(
+            stdout.contains(&format!("{processes} device(s)")),
+            "{stdout}"
+        );
+        let read = |path: &std::path::Path| std::fs::read(path).expect("the solution file");
+        assert!(
+            read(&over) == read(&threads),
+            "{processes} processes against threads"
+        );
+    }
+    let info = mpirun(
+        2,
+        &["sparse", "info", "--model", "laplacian", "--dims", "8,8"],
+    );
+    assert!(!info.status.success());
+    assert!(
+        String::from_utf8_lossy(&info.stderr)
+            .contains("tutti sparse info does not run across processes yet"),
+        "{info:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn sweep_over_processes_agrees_with_threads() {
     if !have_mpirun() {
         return;
