@@ -59,7 +59,8 @@ pub struct TuttiSparseOptions {
     pub block: c_int,
     /// A connected part of at most this many unknowns is not dissected further (default 64).
     pub leaf_size: c_int,
-    /// All 0 (default): nested dissection of the matrix's graph. Otherwise the points per
+    /// All 0 (default): nested dissection of the matrix's graph with METIS's vertex
+    /// separators. Otherwise the points per
     /// axis of the grid the unknowns live on (1 to 3 axes, unused axes 0; x fastest: point
     /// `x + nx * (y + ny * z)`), ordered by the grid's geometric dissection.
     pub grid_dims: [c_int; 3],
@@ -276,10 +277,7 @@ impl TuttiSparseOptions {
             .rposition(|&d| d != 0)
             .map_or(0, |last| last + 1);
         if axes == 0 {
-            return Ok(OrderingMethod::NestedDissection(OrderingOptions {
-                leaf_size,
-                block,
-            }));
+            return Ok(OrderingMethod::Metis(OrderingOptions { leaf_size, block }));
         }
         let dims = self.grid_dims[..axes]
             .iter()
@@ -329,7 +327,7 @@ impl TuttiSparseOptions {
 }
 
 /// Writes the default sparse options to `*options`: the default resources, CSR, 0-based,
-/// nested dissection with blocks of 1 and leaves of 64 unknowns, pivots below `eps max|A|`
+/// nested dissection (METIS's separators) with blocks of 1 and leaves of 64 unknowns, pivots below `eps max|A|`
 /// perturbed to `sqrt(eps) max|A|`, at most 3 refinement steps down to `4 eps`.
 ///
 /// Errors: `TUTTI_ERROR_NULL_POINTER` for NULL.

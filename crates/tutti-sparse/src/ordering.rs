@@ -1,18 +1,23 @@
 //! Nested dissection orderings, each giving a [`SeparatorTree`]: [`nested_dissection`] for
-//! any graph (George and Liu's automatic nested dissection by level structures) and
+//! any graph (George and Liu's automatic nested dissection by level structures),
+//! [`metis_dissection`] (the same dissection with METIS's vertex separators) and
 //! [`grid_dissection`] for a [`Grid`] (geometric: a plane through the middle of the longest
 //! axis).
 //!
-//! Both are deterministic: no randomness, every tie broken by the smaller index, so one input
-//! always gives one tree, whatever the number of devices that later factor it. Both keep the
+//! All are deterministic (METIS with a fixed seed; elsewhere every tie broken by the smaller
+//! index), so one input always gives one tree, whatever the number of devices that later
+//! factor it. All keep the
 //! `block` unknowns of a point (the species coupled at one grid point) together in one node,
 //! in their original order; within a node the unknowns are in increasing old index, and the
 //! children of a node (and the roots of a forest) come in increasing order of their smallest
 //! unknown.
 
+mod metis;
+
 use std::cmp::Reverse;
 
 use crate::{Graph, SeparatorTree, SparseError};
+use metis::MetisSeparators;
 
 /// Options of [`nested_dissection`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,7 +61,35 @@ pub fn nested_dissection(
     graph: &Graph,
     options: &OrderingOptions,
 ) -> Result<SeparatorTree, SparseError> {
-    let block = options.block;
+    let block = check_block(graph, options.block)?;
+    let points = PointGraph::new(graph, block);
+    let nodes = Dissection::new(&points, block, options.leaf_size).run();
+    assemble(&nodes, block)
+}
+
+/// Nested dissection of `graph` as [`nested_dissection`] does it, with every separator
+/// found by METIS (`METIS_ComputeVertexSeparator`, multilevel with Fiduccia–Mattheyses
+/// refinement) instead of a level structure: far smaller separators on irregular graphs and
+/// 2-D meshes, hence less fill. The tree is built the same way (components are subtrees,
+/// parts of at most `options.leaf_size` unknowns are leaves, points of `options.block`
+/// unknowns kept whole), and it is deterministic (a fixed seed). A part METIS cannot split
+/// falls back to the level structure's separator.
+///
+/// Errors: those of [`nested_dissection`].
+pub fn metis_dissection(
+    graph: &Graph,
+    options: &OrderingOptions,
+) -> Result<SeparatorTree, SparseError> {
+    let block = check_block(graph, options.block)?;
+    let points = PointGraph::new(graph, block);
+    let mut dissection = Dissection::new(&points, block, options.leaf_size);
+    dissection.metis = Some(MetisSeparators::new(points.points()));
+    let nodes = dissection.run();
+    assemble(&nodes, block)
+}
+
+/// `block`, checked: at least 1 and dividing the graph's vertices.
+fn check_block(graph: &Graph, block: usize) -> Result<usize, SparseError> {
     if block == 0 {
         return Err(SparseError::argument(
             "the block size is 0: a point holds at least one unknown",
@@ -68,9 +101,7 @@ pub fn nested_dissection(
             graph.vertices()
         )));
     }
-    let points = PointGraph::new(graph, block);
-    let nodes = Dissection::new(&points, block, options.leaf_size).run();
-    assemble(&nodes, block)
+    Ok(block)
 }
 
 /// A 1-D, 2-D or 3-D grid of points with nearest-neighbour coupling (the 3-, 5- or 7-point
@@ -494,6 +525,8 @@ struct Dissection<'g> {
     levels: Levels,
     /// Storage for the next search.
     spare: Levels,
+    /// METIS's separators instead of the level structure's, when set.
+    metis: Option<MetisSeparators>,
 }
 
 impl<'g> Dissection<'g> {
@@ -510,6 +543,7 @@ impl<'g> Dissection<'g> {
             level_of: vec![0; points],
             levels: Levels::default(),
             spare: Levels::default(),
+            metis: None,
         }
     }
 
@@ -593,6 +627,12 @@ impl<'g> Dissection<'g> {
     /// Splits the connected part `points` (labelled `label`, at least two points): its
     /// separator (increasing, now placed) and the rest.
     fn bisect(&mut self, points: &[usize], label: usize) -> (Vec<usize>, Vec<usize>) {
+        if let Some(metis) = &mut self.metis {
+            let labels = &self.label;
+            if let Some(separator) = metis.separate(self.graph, points, |q| labels[q] == label) {
+                return self.split_off(points, label, separator);
+            }
+        }
         self.pseudo_peripheral_levels(points, label);
         let graph = self.graph;
         let levels = &self.levels;
@@ -626,6 +666,17 @@ impl<'g> Dissection<'g> {
             separator = points.to_vec();
         }
         separator.sort_unstable();
+        self.split_off(points, label, separator)
+    }
+
+    /// Places `separator` (increasing, non-empty, inside the part `points` labelled
+    /// `label`): the separator and the rest of the part.
+    fn split_off(
+        &mut self,
+        points: &[usize],
+        label: usize,
+        separator: Vec<usize>,
+    ) -> (Vec<usize>, Vec<usize>) {
         for &v in &separator {
             self.label[v] = PLACED;
         }
