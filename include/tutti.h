@@ -862,7 +862,8 @@ typedef struct TuttiSparseOptions {
      */
     int leaf_size;
     /**
-     * All 0 (default): nested dissection of the matrix's graph. Otherwise the points per
+     * All 0 (default): nested dissection of the matrix's graph with METIS's vertex
+     * separators. Otherwise the points per
      * axis of the grid the unknowns live on (1 to 3 axes, unused axes 0; x fastest: point
      * `x + nx * (y + ny * z)`), ordered by the grid's geometric dissection.
      */
@@ -1474,7 +1475,7 @@ int tutti_resources_default(struct TuttiResources *resources);
 
 /**
  * Writes the default sparse options to `*options`: the default resources, CSR, 0-based,
- * nested dissection with blocks of 1 and leaves of 64 unknowns, pivots below `eps max|A|`
+ * nested dissection (METIS's separators) with blocks of 1 and leaves of 64 unknowns, pivots below `eps max|A|`
  * perturbed to `sqrt(eps) max|A|`, at most 3 refinement steps down to `4 eps`.
  *
  * Errors: `TUTTI_ERROR_NULL_POINTER` for NULL.
