@@ -1,11 +1,12 @@
 //! `cargo xtask check-layers`: the crates' dependencies follow the layers of
 //! `docs/architecture.md`, and every declared dependency is used where it is declared.
 //!
-//! Layers, bottom up: `tutti-backend` < `tutti-group`, `tutti-plan` < the workloads
-//! (`tutti-sweep`, `tutti-fmm`, `tutti-adjoint`, `tutti-fit`, `tutti-sparse`) < the entry
-//! points (`tutti-capi`, `tutti-cli`, `tutti-benches`). A crate may depend only on lower
-//! layers, never on a crate of its own layer (no workload on another, group and plan only on
-//! backend, no entry point on another); `xtask` depends on no tutti crate.
+//! Layers, bottom up: `tutti-backend` < `tutti-group`, `tutti-plan` < `tutti-mpi` < the
+//! solvers workloads share (`tutti-sparse`) < the workloads (`tutti-sweep`, `tutti-fmm`,
+//! `tutti-adjoint`, `tutti-fit`) < the entry points (`tutti-capi`, `tutti-cli`,
+//! `tutti-benches`). A crate may depend only on lower layers, never on a crate of its own
+//! layer (no workload on another, no solver on another, group and plan only on backend, no
+//! entry point on another); `xtask` depends on no tutti crate.
 //!
 //! A dependency is used when the crate's code names it (`dep_name::`, `use dep_name`,
 //! `extern crate dep_name`, hyphens as underscores, the `package = ...` rename honoured), with
@@ -31,6 +32,8 @@ enum Layer {
     Backend,
     Runtime,
     Processes,
+    /// Solvers the workloads share (a stiff fit factors with the sparse LU).
+    Solver,
     Workload,
     Entry,
     /// Build tooling: depends on no workspace crate.
@@ -43,6 +46,7 @@ impl Layer {
             Layer::Backend => "backend",
             Layer::Runtime => "runtime (group, plan)",
             Layer::Processes => "process transport (mpi)",
+            Layer::Solver => "shared solver (sparse)",
             Layer::Workload => "workload",
             Layer::Entry => "entry point",
             Layer::Tool => "tool",
@@ -55,6 +59,7 @@ impl Layer {
             Layer::Backend => "the backend depends on no tutti crate",
             Layer::Runtime => "group and plan depend only on the backend",
             Layer::Processes => "the process transport depends only on the runtime and backend",
+            Layer::Solver => "no shared solver depends on another",
             Layer::Workload => "no workload depends on another",
             Layer::Entry => "no entry point depends on another",
             Layer::Tool => "xtask depends on no tutti crate",
@@ -72,7 +77,7 @@ const LAYERS: &[(&str, Layer)] = &[
     ("tutti-fmm", Layer::Workload),
     ("tutti-adjoint", Layer::Workload),
     ("tutti-fit", Layer::Workload),
-    ("tutti-sparse", Layer::Workload),
+    ("tutti-sparse", Layer::Solver),
     ("tutti-capi", Layer::Entry),
     ("tutti-cli", Layer::Entry),
     ("tutti-benches", Layer::Entry),
