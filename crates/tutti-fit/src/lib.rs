@@ -10,7 +10,11 @@
 //!   scans) with a JSON [`ledger`] rewritten atomically after every task, so a campaign
 //!   killed at any point resumes without losing, duplicating or mislabelling a result.
 //!
-//! This crate depends on the runtime (`tutti-backend`, `tutti-group`, `tutti-plan`) only.
+//! - [`bdf`] integrates stiff systems (variable-order, variable-step BDF/NDF) with modified
+//!   Newton iterations against a sparse factorization from `tutti-sparse`.
+//!
+//! This crate depends on the runtime (`tutti-backend`, `tutti-group`, `tutti-plan`) and the
+//! shared sparse solver (`tutti-sparse`).
 #![deny(missing_docs)]
 
 /// What this workload runs on a GPU: nothing yet, so `auto` keeps it on simulated devices,
@@ -19,6 +23,7 @@
 pub const GPU_USE: tutti_backend::GpuUse = tutti_backend::GpuUse::HostOnly;
 
 mod balance;
+pub mod bdf;
 mod campaign;
 mod error;
 pub mod example;
