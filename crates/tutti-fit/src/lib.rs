@@ -11,7 +11,9 @@
 //!   killed at any point resumes without losing, duplicating or mislabelling a result.
 //!
 //! - [`bdf`] integrates stiff systems (variable-order, variable-step BDF/NDF) with modified
-//!   Newton iterations against a sparse factorization from `tutti-sparse`.
+//!   Newton iterations against a sparse factorization from `tutti-sparse`;
+//!   [`brusselator`] is the stiff 2-D reaction-diffusion model it is tested and
+//!   benchmarked on.
 //!
 //! This crate depends on the runtime (`tutti-backend`, `tutti-group`, `tutti-plan`) and the
 //! shared sparse solver (`tutti-sparse`).
@@ -24,6 +26,7 @@ pub const GPU_USE: tutti_backend::GpuUse = tutti_backend::GpuUse::HostOnly;
 
 mod balance;
 pub mod bdf;
+pub mod brusselator;
 mod campaign;
 mod error;
 pub mod example;
