@@ -10,6 +10,7 @@ mod failure;
 mod fit;
 mod fmm;
 mod logger;
+mod ode;
 mod processes;
 mod progress;
 mod report;
@@ -70,6 +71,8 @@ enum Command {
     Campaign(fit::CampaignArgs),
     /// Sparse linear systems by a multifrontal LU split among devices.
     Sparse(sparse::SparseArgs),
+    /// Stiff ODE systems by a variable-order BDF method over the sparse LU.
+    Ode(ode::OdeArgs),
 }
 
 fn main() -> ExitCode {
@@ -93,6 +96,7 @@ fn main() -> ExitCode {
                 alone("tutti campaign").and_then(|()| fit::run_campaign(&args, json))
             }
             Command::Sparse(args) => sparse::run(&args, &processes, json),
+            Command::Ode(args) => alone("tutti ode").and_then(|()| ode::run(&args, json)),
         }
     });
     progress::finish();
