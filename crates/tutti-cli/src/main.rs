@@ -27,8 +27,8 @@ use clap::{Parser, Subcommand};
 #[command(name = "tutti", version, about)]
 struct Cli {
     /// Run as one process of an MPI job: `auto` when a launcher (mpirun, mpiexec, srun)
-    /// started several processes, `on` always, `off` never. `fit demo`, `fmm`, `sweep` and
-    /// `adjoint` run across processes; the others refuse to.
+    /// started several processes, `on` always, `off` never. `fit demo`, `fmm`, `sweep`,
+    /// `adjoint` and `sparse solve` run across processes; the others refuse to.
     #[arg(
         long,
         global = true,
