@@ -35,8 +35,11 @@
 //! ```
 
 mod matrix;
+mod sensitivity;
 
 use matrix::IterationMatrix;
+use sensitivity::Sensitivity;
+pub use sensitivity::{integrate_sensitivities, ParametricSystem, SensitivitySolution};
 use tutti_sparse::{CsrMatrix, SparseError};
 
 /// The highest order.
@@ -108,6 +111,14 @@ pub struct BdfStatistics {
     pub factorizations: usize,
     /// Accepted steps at each order (index 1-5).
     pub steps_at_order: [usize; MAX_ORDER + 1],
+    /// Solves of the sensitivities' linear corrector equations against the Newton
+    /// iteration's factors ([`integrate_sensitivities`]; zero otherwise).
+    pub sensitivity_iterations: usize,
+    /// Evaluations of the Jacobian at accepted steps for the sensitivities.
+    pub sensitivity_jacobians: usize,
+    /// Factorizations of `I - c J` at the accepted state, for the sensitivities whose
+    /// iteration against the Newton iteration's factors did not converge.
+    pub sensitivity_factorizations: usize,
 }
 
 /// The solution at the requested times.
@@ -265,9 +276,60 @@ struct Stepper<'s, S: StiffSystem + ?Sized> {
     matrix: IterationMatrix,
     newton_tol: f64,
     statistics: BdfStatistics,
+    /// The forward sensitivities carried along, if any.
+    sensitivity: Option<Sensitivity>,
+}
+
+/// What [`Stepper::step`] calls after it accepts a step, with the new time, `c = h / alpha`
+/// and the order of the step, the state's differences already updated.
+type AcceptHook<T> = fn(&mut T, f64, f64, usize) -> Result<(), OdeError>;
+
+/// Applies the correction `d` of an accepted step of order `order` to the backward
+/// differences: `D[order + 2] = d - D[order + 1]`, `D[order + 1] = d`, then each lower
+/// difference gains the one above it.
+fn update_differences(differences: &mut [Vec<f64>], order: usize, correction: &[f64]) {
+    let (low, high) = differences.split_at_mut(order + 2);
+    for ((above, next), &value) in high[0].iter_mut().zip(&mut low[order + 1]).zip(correction) {
+        *above = value - *next;
+        *next = value;
+    }
+    for j in (0..=order).rev() {
+        let (low, high) = differences.split_at_mut(j + 1);
+        for (value, above) in low[j].iter_mut().zip(&high[0]) {
+            *value += above;
+        }
+    }
+}
+
+/// The value at `t` of the polynomial the differences `d` of order `order` describe: it
+/// interpolates the last solutions on the grid `t_last, t_last - h, ...`.
+fn interpolate(d: &[Vec<f64>], t_last: f64, h: f64, order: usize, t: f64) -> Vec<f64> {
+    let mut y = d[0].clone();
+    let mut product = 1.0;
+    for j in 0..order {
+        let shift = t_last - h * j as f64;
+        product *= (t - shift) / (h * (1 + j) as f64);
+        for (value, difference) in y.iter_mut().zip(&d[j + 1]) {
+            *value += difference * product;
+        }
+    }
+    y
 }
 
 impl<S: StiffSystem + ?Sized> Stepper<'_, S> {
+    /// Rescales the differences (the state's and the sensitivities') for a step multiplied
+    /// by `factor`; the caller sets the new step.
+    fn rescale(&mut self, factor: f64) {
+        change_differences(&mut self.d, self.order, factor);
+        if let Some(sensitivity) = &mut self.sensitivity {
+            for differences in &mut sensitivity.differences {
+                change_differences(differences, self.order, factor);
+            }
+        }
+        self.equal_steps = 0;
+        self.matrix.invalidate();
+    }
+
     fn rhs(&mut self, t: f64, y: &[f64], dydt: &mut [f64]) -> Result<bool, OdeError> {
         self.statistics.rhs_evaluations += 1;
         self.system
@@ -336,8 +398,9 @@ impl<S: StiffSystem + ?Sized> Stepper<'_, S> {
     }
 
     /// One accepted step towards `t_end` (shortened to end there); rejected attempts are
-    /// retried inside.
-    fn step(&mut self, t_end: f64) -> Result<(), OdeError> {
+    /// retried inside. `accepted` runs once the step is accepted, before the next step size
+    /// and order are chosen.
+    fn step(&mut self, t_end: f64, accepted: AcceptHook<Self>) -> Result<(), OdeError> {
         let n = self.n;
         loop {
             let attempts = self.statistics.steps
@@ -353,11 +416,8 @@ impl<S: StiffSystem + ?Sized> Stepper<'_, S> {
             let spacing = (self.t.abs() * f64::EPSILON).max(f64::MIN_POSITIVE);
             let min_step = 10.0 * spacing;
             if self.h > self.options.max_step {
-                let factor = self.options.max_step / self.h;
-                change_differences(&mut self.d, self.order, factor);
+                self.rescale(self.options.max_step / self.h);
                 self.h = self.options.max_step;
-                self.equal_steps = 0;
-                self.matrix.invalidate();
             } else if self.h < min_step {
                 return Err(OdeError::StepTooSmall {
                     t: self.t,
@@ -367,11 +427,8 @@ impl<S: StiffSystem + ?Sized> Stepper<'_, S> {
             let mut t_new = self.t + self.h;
             if t_new > t_end {
                 t_new = t_end;
-                let factor = (t_new - self.t) / self.h;
-                change_differences(&mut self.d, self.order, factor);
+                self.rescale((t_new - self.t) / self.h);
                 self.h = t_new - self.t;
-                self.equal_steps = 0;
-                self.matrix.invalidate();
             }
             let order = self.order;
             let coefficients = &self.coefficients;
@@ -412,10 +469,8 @@ impl<S: StiffSystem + ?Sized> Stepper<'_, S> {
             }
             let Some((iterations, y_new, d)) = outcome else {
                 self.statistics.newton_failures += 1;
-                change_differences(&mut self.d, self.order, 0.5);
+                self.rescale(0.5);
                 self.h *= 0.5;
-                self.equal_steps = 0;
-                self.matrix.invalidate();
                 continue;
             };
 
@@ -429,10 +484,8 @@ impl<S: StiffSystem + ?Sized> Stepper<'_, S> {
             if error_norm > 1.0 {
                 self.statistics.error_test_failures += 1;
                 let factor = MIN_FACTOR.max(safety * error_norm.powf(-1.0 / (order as f64 + 1.0)));
-                change_differences(&mut self.d, self.order, factor);
+                self.rescale(factor);
                 self.h *= factor;
-                self.equal_steps = 0;
-                self.matrix.invalidate();
                 continue;
             }
 
@@ -442,20 +495,8 @@ impl<S: StiffSystem + ?Sized> Stepper<'_, S> {
             self.jacobian_is_current = false;
             self.equal_steps += 1;
             self.t = t_new;
-            // D[order + 2] = d - D[order + 1], D[order + 1] = d, then each lower difference
-            // gains the one above it.
-            let (low, high) = self.d.split_at_mut(order + 2);
-            for ((above, next), &correction) in high[0].iter_mut().zip(&mut low[order + 1]).zip(&d)
-            {
-                *above = correction - *next;
-                *next = correction;
-            }
-            for j in (0..=order).rev() {
-                let (low, high) = self.d.split_at_mut(j + 1);
-                for (value, above) in low[j].iter_mut().zip(&high[0]) {
-                    *value += above;
-                }
-            }
+            update_differences(&mut self.d, order, &d);
+            accepted(self, t_new, c, order)?;
             if self.equal_steps < order + 1 {
                 return Ok(());
             }
@@ -491,29 +532,10 @@ impl<S: StiffSystem + ?Sized> Stepper<'_, S> {
             let largest = factors[best];
             self.order = order + best - 1;
             let factor = MAX_FACTOR.min(safety * largest);
-            change_differences(&mut self.d, self.order, factor);
+            self.rescale(factor);
             self.h *= factor;
-            self.equal_steps = 0;
-            self.matrix.invalidate();
             return Ok(());
         }
-    }
-
-    /// The solution at `t` within the last step, from the differences: they describe the
-    /// interpolating polynomial through the last solutions on the grid `t, t - h, ...` of the
-    /// current step and order (rescaled, as the next step will use them).
-    fn interpolate(&self, t: f64) -> Vec<f64> {
-        let (h, order) = (self.h, self.order);
-        let mut y = self.d[0].clone();
-        let mut product = 1.0;
-        for j in 0..order {
-            let shift = self.t - h * j as f64;
-            product *= (t - shift) / (h * (1 + j) as f64);
-            for (value, difference) in y.iter_mut().zip(&self.d[j + 1]) {
-                *value += difference * product;
-            }
-        }
-        y
     }
 }
 
@@ -564,6 +586,29 @@ pub fn integrate<S: StiffSystem + ?Sized>(
     t_eval: &[f64],
     options: &BdfOptions,
 ) -> Result<BdfSolution, OdeError> {
+    let mut stepper = start(system, t0, y0, t_eval, options)?;
+    let y = march(
+        &mut stepper,
+        t_eval,
+        |_, _, _, _| Ok(()),
+        |stepper, t| stepper.solution_at(&stepper.d, t),
+    )?;
+    Ok(BdfSolution {
+        t: t_eval.to_vec(),
+        y,
+        statistics: stepper.statistics,
+    })
+}
+
+/// Checks the arguments of an integration and sets its first step up: the differences
+/// `y0` and `h f(t0, y0)`, the Jacobian at the start.
+fn start<'s, S: StiffSystem + ?Sized>(
+    system: &'s S,
+    t0: f64,
+    y0: &[f64],
+    t_eval: &[f64],
+    options: &BdfOptions,
+) -> Result<Stepper<'s, S>, OdeError> {
     let invalid = |detail: String| Err(OdeError::InvalidArgument { detail });
     let n = system.dimension();
     if y0.len() != n {
@@ -611,6 +656,7 @@ pub fn integrate<S: StiffSystem + ?Sized>(
         matrix,
         newton_tol: (10.0 * f64::EPSILON / options.rtol).max(options.rtol.sqrt().min(0.03)),
         statistics: BdfStatistics::default(),
+        sensitivity: None,
     };
     let mut f0 = vec![0.0; n];
     if !stepper.rhs(t0, y0, &mut f0)? {
@@ -631,24 +677,39 @@ pub fn integrate<S: StiffSystem + ?Sized>(
         *d = f * h;
     }
     stepper.update_jacobian(t0, y0)?;
-    let t_end = *t_eval.last().unwrap_or(&t0);
-    let mut y = Vec::with_capacity(t_eval.len());
+    Ok(stepper)
+}
+
+/// Steps to the last of `t_eval`, calling `accepted` after every accepted step and
+/// `sample` at each time of `t_eval` once a step has passed it.
+fn march<'s, S: StiffSystem + ?Sized, T>(
+    stepper: &mut Stepper<'s, S>,
+    t_eval: &[f64],
+    accepted: AcceptHook<Stepper<'s, S>>,
+    mut sample: impl FnMut(&Stepper<'s, S>, f64) -> T,
+) -> Result<Vec<T>, OdeError> {
+    let t_end = *t_eval.last().unwrap_or(&stepper.t);
+    let mut samples = Vec::with_capacity(t_eval.len());
     let mut next = 0;
     while next < t_eval.len() {
-        stepper.step(t_end)?;
+        stepper.step(t_end, accepted)?;
         while next < t_eval.len() && t_eval[next] <= stepper.t {
-            y.push(if t_eval[next] == stepper.t {
-                stepper.d[0].clone()
-            } else {
-                stepper.interpolate(t_eval[next])
-            });
+            samples.push(sample(stepper, t_eval[next]));
             next += 1;
         }
     }
     stepper.statistics.factorizations = stepper.matrix.factorizations;
-    Ok(BdfSolution {
-        t: t_eval.to_vec(),
-        y,
-        statistics: stepper.statistics,
-    })
+    Ok(samples)
+}
+
+impl<S: StiffSystem + ?Sized> Stepper<'_, S> {
+    /// The value at `t` (inside the last step) of what the differences `d` describe: the
+    /// last value itself at the step's end, the interpolating polynomial elsewhere.
+    fn solution_at(&self, d: &[Vec<f64>], t: f64) -> Vec<f64> {
+        if t == self.t {
+            d[0].clone()
+        } else {
+            interpolate(d, self.t, self.h, self.order, t)
+        }
+    }
 }

@@ -16,7 +16,7 @@
 
 use tutti_sparse::{CsrMatrix, SparseError};
 
-use crate::bdf::StiffSystem;
+use crate::bdf::{ParametricSystem, StiffSystem};
 
 /// The Brusselator's parameters and grid.
 #[derive(Clone, Debug, PartialEq)]
@@ -192,6 +192,47 @@ impl StiffSystem for Brusselator {
                             0.0
                         };
                     }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The parameters, in order: `A`, `B`, `alpha` (the forcing and its disc are fixed).
+impl ParametricSystem for Brusselator {
+    fn parameters(&self) -> usize {
+        3
+    }
+
+    fn rhs_parameter_derivatives(
+        &self,
+        _t: f64,
+        y: &[f64],
+        columns: &mut [f64],
+    ) -> Result<(), String> {
+        let n = self.n;
+        let unknowns = 2 * n * n;
+        let (by_a, rest) = columns.split_at_mut(unknowns);
+        let (by_b, by_alpha) = rest.split_at_mut(unknowns);
+        // d(alpha / dx^2)/d alpha.
+        let inverse_dx = (n - 1) as f64;
+        let per_alpha = inverse_dx * inverse_dx;
+        for j in 0..n {
+            for i in 0..n {
+                let point = i + n * j;
+                let u = y[2 * point];
+                let [left, right, below, above] = neighbours(n, i, j);
+                by_a[2 * point] = -u;
+                by_a[2 * point + 1] = u;
+                by_b[2 * point] = 1.0;
+                for s in 0..2 {
+                    by_alpha[2 * point + s] = per_alpha
+                        * (y[2 * left + s]
+                            + y[2 * right + s]
+                            + y[2 * below + s]
+                            + y[2 * above + s]
+                            - 4.0 * y[2 * point + s]);
                 }
             }
         }

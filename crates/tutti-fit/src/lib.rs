@@ -11,7 +11,8 @@
 //!   killed at any point resumes without losing, duplicating or mislabelling a result.
 //!
 //! - [`bdf`] integrates stiff systems (variable-order, variable-step BDF/NDF) with modified
-//!   Newton iterations against a sparse factorization from `tutti-sparse`;
+//!   Newton iterations against a sparse factorization from `tutti-sparse`, and carries
+//!   forward sensitivities to parameters along (staggered direct method);
 //!   [`brusselator`] is the stiff 2-D reaction-diffusion model it is tested and
 //!   benchmarked on.
 //!

@@ -72,6 +72,18 @@ impl IterationMatrix {
         })
     }
 
+    /// A second matrix on the same analysed pattern, without factors.
+    pub fn sibling(&self) -> Self {
+        Self {
+            pattern: self.pattern.clone(),
+            symbolic: Arc::clone(&self.symbolic),
+            jacobian_slots: self.jacobian_slots.clone(),
+            diagonal_slots: self.diagonal_slots.clone(),
+            lu: None,
+            factorizations: 0,
+        }
+    }
+
     /// Forgets the factors (the step size, the order or the Jacobian changed).
     pub fn invalidate(&mut self) {
         self.lu = None;
