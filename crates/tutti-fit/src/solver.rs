@@ -36,7 +36,9 @@ pub struct FitOptions {
     pub step_tolerance: f64,
     /// Stop when an accepted step lowers the cost by at most this fraction; default 1e-14.
     pub cost_tolerance: f64,
-    /// The starting damping, relative to the largest diagonal of `J^T J`; default 1e-3.
+    /// The starting damping `lambda` of `(J^T J + lambda diag(J^T J)) step = -J^T r`: a
+    /// fraction of each parameter's own curvature, so it does not depend on the parameters'
+    /// scales; default 1e-3.
     pub initial_damping: f64,
     /// Move experiments between ranks between iterations by their costs. `None` (the
     /// default) balances when some rank holds several experiments. Never changes results.
@@ -608,10 +610,10 @@ fn solve<E: Experiment>(
     };
     rebalance(&costs, &mut assignment, &mut rebalances);
 
-    let max_diagonal = (0..n)
-        .map(|i| current.curvature[i * n + i])
-        .fold(0.0, f64::max);
-    let mut damping = options.initial_damping * max_diagonal.max(f64::MIN_POSITIVE);
+    // The damping multiplies the diagonal of J^T J (Marquardt's scaling), so it has no
+    // units: a parameter whose column of J is small is damped in proportion, not swamped
+    // by the largest column's scale.
+    let mut damping = options.initial_damping;
     let mut growth = 2.0;
     let mut iterations = 0;
     let gradient_norm = |g: &[f64]| g.iter().fold(0.0_f64, |m, x| m.max(x.abs()));
