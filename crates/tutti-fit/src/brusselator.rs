@@ -14,7 +14,14 @@
 //! Point `(i, j)` (x index `i`, y index `j`) is `i + n j`, and its unknowns are `2 point`
 //! (u) and `2 point + 1` (v): the two species of a point stay together in the ordering.
 
+mod experiment;
+
 use tutti_sparse::{CsrMatrix, SparseError};
+
+pub use experiment::{
+    synthetic_experiments, BrusselatorExperiment, SyntheticSetup, OBSERVATION_TIMES,
+    START_PARAMETERS, TRUE_PARAMETERS,
+};
 
 use crate::bdf::{ParametricSystem, StiffSystem};
 
