@@ -1,35 +1,4 @@
-//! The particle reader: one `.npy` file read as positions (N, 3) and as strengths (N,).
-//! Oracle: no panic, no abort; what reads back has the length its header claims.
+//! libFuzzer's entry point for [`tutti_fuzz::targets::npy_fmm`], which states the oracle.
 #![no_main]
 
-use libfuzzer_sys::fuzz_target;
-
-/// The shape in a `.npy` header, parsed loosely (the oracle's own reading, not tutti's).
-fn header_shape(data: &[u8]) -> Option<Vec<u64>> {
-    let text = std::str::from_utf8(data.get(10..)?).ok()?;
-    let start = text.find("'shape':")? + "'shape':".len();
-    let open = text[start..].find('(')? + start + 1;
-    let close = text[open..].find(')')? + open;
-    text[open..close]
-        .split(',')
-        .map(str::trim)
-        .filter(|dim| !dim.is_empty())
-        .map(|dim| dim.trim_end_matches('L').parse().ok())
-        .collect()
-}
-
-fuzz_target!(|data: &[u8]| {
-    let dir = tutti_fuzz::write_scratch(&["bodies.npy".to_string()], &[data]);
-    let path = dir.join("bodies.npy");
-    let shape = header_shape(data);
-    if let Ok(positions) = tutti_fmm::io::read_positions(&path) {
-        if let Some(shape) = &shape {
-            assert_eq!(shape.first().copied(), Some(positions.len() as u64), "{shape:?}");
-        }
-    }
-    if let Ok(masses) = tutti_fmm::io::read_masses(&path) {
-        if let Some(shape) = &shape {
-            assert_eq!(shape.first().copied(), Some(masses.len() as u64), "{shape:?}");
-        }
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| tutti_fuzz::targets::npy_fmm::run(data));

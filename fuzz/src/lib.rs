@@ -1,8 +1,25 @@
-//! Shared pieces of the fuzz targets: splitting one input into several files, and a scratch
-//! directory per process that each run writes its files into.
+//! tutti's fuzz targets: each one's body, as [`targets`]`::<name>::run`, and the pieces they
+//! share: splitting one input into several files, a scratch directory per thread that each
+//! run writes its files into, and a reader that decodes any bytes into bounded values.
+//!
+//! The bodies run in two harnesses: `tests/seeds.rs` replays every committed seed
+//! (`seeds/<target>/`) through them in the ordinary test build, and the libFuzzer binaries of
+//! `fuzz_targets/` (feature `libfuzzer`; `cargo xtask fuzz`) fuzz them, coverage-guided,
+//! under AddressSanitizer.
+#![deny(missing_docs)]
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+
+/// The fuzz targets, one module each; the module's doc states what it drives and its oracle.
+pub mod targets {
+    pub mod capi_fmm;
+    pub mod capi_train_arrays;
+    pub mod ledger;
+    pub mod npy_fmm;
+    pub mod npy_train_dir;
+    pub mod nwchem;
+    pub mod xyz;
+}
 
 /// Splits `data` into 1..=`max_files` byte strings.
 ///
@@ -32,28 +49,31 @@ pub fn split_files(data: &[u8], max_files: usize) -> Vec<&[u8]> {
     files
 }
 
-/// A directory private to this process, created on first use and kept for the whole
-/// fuzzing run (each run empties it before writing).
-pub fn scratch_dir() -> &'static Path {
-    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let base = if Path::new("/dev/shm").is_dir() {
-            PathBuf::from("/dev/shm")
-        } else {
-            std::env::temp_dir()
+/// A directory private to the calling thread, created on first use and kept until the thread
+/// ends (each run empties it before writing). Per thread, not per process: libFuzzer runs
+/// every input on one thread, but the seed tests run the targets side by side.
+pub fn scratch_dir() -> PathBuf {
+    thread_local! {
+        static DIR: tempfile::TempDir = {
+            let base = if Path::new("/dev/shm").is_dir() {
+                PathBuf::from("/dev/shm")
+            } else {
+                std::env::temp_dir()
+            };
+            match tempfile::Builder::new().prefix("tutti-fuzz-").tempdir_in(base) {
+                Ok(dir) => dir,
+                Err(err) => panic!("cannot create the fuzz scratch directory: {err}"),
+            }
         };
-        match tempfile::Builder::new().prefix("tutti-fuzz-").tempdir_in(base) {
-            Ok(dir) => dir,
-            Err(err) => panic!("cannot create the fuzz scratch directory: {err}"),
-        }
-    })
-    .path()
+    }
+    DIR.with(|dir| dir.path().to_path_buf())
 }
 
-/// Empties the scratch directory and writes `files` into it as `names[i]`; returns its path.
-pub fn write_scratch(names: &[String], files: &[&[u8]]) -> &'static Path {
+/// Empties the calling thread's scratch directory and writes `files` into it as `names[i]`;
+/// returns its path.
+pub fn write_scratch(names: &[String], files: &[&[u8]]) -> PathBuf {
     let dir = scratch_dir();
-    if let Ok(entries) = std::fs::read_dir(dir) {
+    if let Ok(entries) = std::fs::read_dir(&dir) {
         for entry in entries.flatten() {
             let path = entry.path();
             let _ = if path.is_dir() {

@@ -1,9 +1,13 @@
-//! `cargo xtask fuzz`: builds the libFuzzer targets of `fuzz/` and runs each for a bounded
-//! time or number of executions, then prints one line per target.
+//! `cargo xtask fuzz`: builds the libFuzzer targets of `fuzz/` (the `tutti-fuzz` member's
+//! binaries, feature `libfuzzer`) and runs each for a bounded time or number of executions,
+//! coverage-guided, then prints one line per target. CI does not run it: `fuzz/tests/seeds.rs`
+//! replays the committed seeds through the same target bodies in the ordinary test build.
 //!
 //! The targets need the compiler flags cargo-fuzz passes (coverage instrumentation,
 //! AddressSanitizer). They are nightly flags; on a stable toolchain `RUSTC_BOOTSTRAP=1`
-//! unlocks them, for the `fuzz/` workspace alone: the main workspace never sees them.
+//! unlocks them, for this one build alone. It uses the `fuzz` profile (root `Cargo.toml`) and
+//! an explicit `--target <host>`: the flags then reach neither build scripts nor proc macros,
+//! and the instrumented artifacts stay in `target/<host>/fuzz/`, apart from the normal builds'.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -72,13 +76,24 @@ const RUSTFLAGS: &[&str] = &[
 pub fn run_all(workspace: &Workspace, budget: &FuzzBudget) -> Result<(), Failure> {
     let fuzz = workspace.root.join("fuzz");
     let host = host_triple()?;
-    println!("==> building the fuzz targets (release, AddressSanitizer, coverage)");
+    println!("==> building the fuzz targets (profile fuzz, AddressSanitizer, coverage)");
     run(cargo()
-        .current_dir(&fuzz)
+        .current_dir(&workspace.root)
         .env("RUSTC_BOOTSTRAP", "1")
         .env("RUSTFLAGS", RUSTFLAGS.join(" "))
-        .args(["build", "--release", "--bins", "--target", &host]))?;
-    let bin_dir = fuzz.join("target").join(&host).join("release");
+        .args([
+            "build",
+            "-p",
+            "tutti-fuzz",
+            "--features",
+            "libfuzzer",
+            "--profile",
+            "fuzz",
+            "--bins",
+            "--target",
+            &host,
+        ]))?;
+    let bin_dir = workspace.target_dir.join(&host).join("fuzz");
     let targets = targets(&fuzz)?;
     for name in &budget.only {
         if !targets.contains(name) {

@@ -4,22 +4,26 @@
 //! Layers, bottom up: `tutti-backend` < `tutti-group`, `tutti-plan` < `tutti-mpi` < the
 //! solvers workloads share (`tutti-sparse`) < the workloads (`tutti-sweep`, `tutti-fmm`,
 //! `tutti-adjoint`, `tutti-fit`) < the entry points (`tutti-capi`, `tutti-cli`,
-//! `tutti-benches`). A crate may depend only on lower layers, never on a crate of its own
-//! layer (no workload on another, no solver on another, group and plan only on backend, no
-//! entry point on another); `xtask` depends on no tutti crate.
+//! `tutti-benches`) < the fuzz harness (`tutti-fuzz`, which drives the C ABI and the
+//! workloads). A crate may depend only on lower layers, never on a crate of its own layer (no
+//! workload on another, no solver on another, group and plan only on backend, no entry point
+//! on another); `xtask` depends on no tutti crate.
 //!
 //! A dependency is used when the crate's code names it (`dep_name::`, `use dep_name`,
-//! `extern crate dep_name`, hyphens as underscores, the `package = ...` rename honoured), with
-//! comments and string literals ignored:
-//! - `[dependencies]` by `src/` outside `#[cfg(test)]` items and test-only module files (a
-//!   dependency only tests use belongs in `[dev-dependencies]`);
+//! `extern crate dep_name`, hyphens as underscores, the `package = ...` rename honoured, and
+//! a workspace crate's library name, such as `tutti` for `tutti-capi`), with comments and
+//! string literals ignored:
+//! - `[dependencies]` by `src/` outside `#[cfg(test)]` items and test-only module files, and
+//!   by the files of the `[[bin]]` targets wherever they lie (`fuzz/fuzz_targets/`, the only
+//!   users of `tutti-fuzz`'s optional `libfuzzer-sys`); a dependency only tests use belongs in
+//!   `[dev-dependencies]`;
 //! - `[dev-dependencies]` by `tests/`, `benches/`, `examples/`, `#[cfg(test)]` code and doc
 //!   comments (doctests); a dev entry repeating a non-optional normal dependency with no
 //!   extra features adds nothing and is reported too;
 //! - `[build-dependencies]` by `build.rs`.
 //!
 //! The manifests come from `cargo metadata` (already parsed by the other tasks), so no TOML
-//! parser is needed. The fuzz workspace (`fuzz/`) is not checked.
+//! parser is needed. Every workspace member is checked, `fuzz/` among them.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -36,6 +40,8 @@ enum Layer {
     Solver,
     Workload,
     Entry,
+    /// The fuzz targets' harness: drives the entry points (the C ABI) and the workloads.
+    Harness,
     /// Build tooling: depends on no workspace crate.
     Tool,
 }
@@ -49,6 +55,7 @@ impl Layer {
             Layer::Solver => "shared solver (sparse)",
             Layer::Workload => "workload",
             Layer::Entry => "entry point",
+            Layer::Harness => "fuzz harness",
             Layer::Tool => "tool",
         }
     }
@@ -62,6 +69,7 @@ impl Layer {
             Layer::Solver => "no shared solver depends on another",
             Layer::Workload => "no workload depends on another",
             Layer::Entry => "no entry point depends on another",
+            Layer::Harness => "no fuzz harness depends on another",
             Layer::Tool => "xtask depends on no tutti crate",
         }
     }
@@ -81,6 +89,7 @@ const LAYERS: &[(&str, Layer)] = &[
     ("tutti-capi", Layer::Entry),
     ("tutti-cli", Layer::Entry),
     ("tutti-benches", Layer::Entry),
+    ("tutti-fuzz", Layer::Harness),
     ("xtask", Layer::Tool),
 ];
 
@@ -115,16 +124,21 @@ struct Dep {
     package: String,
     /// The name the code uses for it, when renamed (`foo = { package = "bar" }`).
     rename: Option<String>,
+    /// Its library's name when it is a workspace crate whose `[lib] name` differs from the
+    /// package's (`tutti` for `tutti-capi`).
+    lib: Option<String>,
     kind: DepKind,
     optional: bool,
     features: Vec<String>,
 }
 
 impl Dep {
-    /// The identifier the crate's code uses: the rename, else the package, `-` as `_`.
+    /// The identifier the crate's code uses: the rename, else the library's name, else the
+    /// package, `-` as `_`.
     fn ident(&self) -> String {
         self.rename
             .as_deref()
+            .or(self.lib.as_deref())
             .unwrap_or(&self.package)
             .replace('-', "_")
     }
@@ -173,10 +187,14 @@ pub fn run() -> Result<(), Failure> {
     let packages = metadata["packages"]
         .as_array()
         .ok_or_else(|| Failure::new("`cargo metadata` lists no packages"))?;
+    let libs = lib_names(packages);
     let mut manifests = Vec::new();
     let mut findings = Vec::new();
     for package in packages {
-        let manifest = parse_manifest(package)?;
+        let mut manifest = parse_manifest(package)?;
+        for dep in &mut manifest.deps {
+            dep.lib = libs.get(&dep.package).cloned();
+        }
         let sources = read_sources(package)?;
         findings.extend(dependency_findings(&manifest, &split_code(&sources)));
         manifests.push(manifest);
@@ -216,6 +234,32 @@ pub fn run() -> Result<(), Failure> {
     }
 }
 
+/// The library name of each workspace crate whose `[lib] name` is not its package's name.
+fn lib_names(packages: &[serde_json::Value]) -> BTreeMap<String, String> {
+    let library = |kind: &serde_json::Value| {
+        matches!(
+            kind.as_str(),
+            Some("lib" | "rlib" | "dylib" | "cdylib" | "staticlib" | "proc-macro")
+        )
+    };
+    let mut names = BTreeMap::new();
+    for package in packages {
+        let Some(name) = package["name"].as_str() else {
+            continue;
+        };
+        let lib = package["targets"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|target| target["kind"].as_array().into_iter().flatten().any(library))
+            .and_then(|target| target["name"].as_str());
+        if let Some(lib) = lib.filter(|lib| lib.replace('-', "_") != name.replace('-', "_")) {
+            names.insert(name.to_owned(), lib.to_owned());
+        }
+    }
+    names
+}
+
 fn parse_manifest(package: &serde_json::Value) -> Result<Manifest, Failure> {
     let name = package["name"]
         .as_str()
@@ -239,6 +283,7 @@ fn parse_manifest(package: &serde_json::Value) -> Result<Manifest, Failure> {
                 .ok_or_else(|| Failure::new(format!("{name}: a dependency has no name")))?
                 .to_owned(),
             rename: dep["rename"].as_str().map(str::to_owned),
+            lib: None,
             kind,
             optional: dep["optional"].as_bool().unwrap_or(false),
             features: dep["features"]
@@ -764,6 +809,7 @@ mod tests {
         Dep {
             package: package.to_owned(),
             rename: None,
+            lib: None,
             kind,
             optional: false,
             features: Vec::new(),
@@ -816,6 +862,70 @@ mod tests {
                 "xtask depends on tutti-backend ([dev-dependencies]): xtask depends on no tutti \
                  crate",
                 "tutti-new: not in the layer table of xtask/src/layers.rs; add it with its layer",
+            ]
+        );
+    }
+
+    #[test]
+    fn the_fuzz_harness_sits_above_the_entry_points() {
+        let crates = [
+            manifest("tutti-capi", &[]),
+            manifest("tutti-fit", &[]),
+            manifest("tutti-fuzz", &[("tutti-capi", N), ("tutti-fit", N)]),
+            manifest("tutti-cli", &[("tutti-fuzz", D)]),
+        ];
+        assert_eq!(
+            layer_findings(&crates),
+            [
+                "tutti-cli (entry point) depends on tutti-fuzz (fuzz harness, a layer above) in \
+              [dev-dependencies]"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_library_named_apart_from_its_package_is_used_by_its_own_name() {
+        let packages: Vec<serde_json::Value> = serde_json::from_str(
+            r#"[
+                {"name": "tutti-capi", "targets": [
+                    {"name": "tutti", "kind": ["rlib", "cdylib", "staticlib"]}]},
+                {"name": "tutti-fit", "targets": [{"name": "tutti_fit", "kind": ["lib"]}]},
+                {"name": "tutti-fuzz", "targets": [
+                    {"name": "xyz", "kind": ["bin"]},
+                    {"name": "tutti_fuzz", "kind": ["lib"]}]}
+            ]"#,
+        )
+        .unwrap();
+        let libs = lib_names(&packages);
+        assert_eq!(libs.len(), 1);
+        assert_eq!(libs.get("tutti-capi").map(String::as_str), Some("tutti"));
+        let crate_ = Manifest {
+            name: "tutti-fuzz".to_owned(),
+            deps: vec![
+                Dep {
+                    lib: Some("tutti".to_owned()),
+                    ..dep("tutti-capi", N)
+                },
+                dep("libfuzzer-sys", N),
+            ],
+        };
+        // The library uses the C ABI under its library name; only a binary target's file,
+        // outside `src/`, uses libfuzzer-sys.
+        let sources = [
+            source("src/lib.rs", Origin::Lib, "use tutti::tutti_fmm;"),
+            source(
+                "fuzz_targets/xyz.rs",
+                Origin::Lib,
+                "libfuzzer_sys::fuzz_target!(|data: &[u8]| run(data));",
+            ),
+        ];
+        assert!(dependency_findings(&crate_, &split_code(&sources)).is_empty());
+        let unused = [source("src/lib.rs", Origin::Lib, "use tutti_capi::x;")];
+        assert_eq!(
+            dependency_findings(&crate_, &split_code(&unused)),
+            [
+                "tutti-fuzz: tutti-capi is declared in [dependencies] and never used",
+                "tutti-fuzz: libfuzzer-sys is declared in [dependencies] and never used",
             ]
         );
     }
