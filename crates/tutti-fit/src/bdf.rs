@@ -215,6 +215,18 @@ impl Coefficients {
             error_const,
         }
     }
+
+    /// What the differences `d` of a step of order `order` predict: the solution
+    /// `sum_{j <= order} D_j`, and `psi = sum_{1 <= j <= order} gamma_j D_j / alpha_order`,
+    /// the history term of the implicit formula.
+    fn predict(&self, d: &[Vec<f64>], order: usize) -> (Vec<f64>, Vec<f64>) {
+        let n = d[0].len();
+        let predicted = (0..n).map(|x| (0..=order).map(|j| d[j][x]).sum()).collect();
+        let psi = (0..n)
+            .map(|x| (1..=order).map(|j| d[j][x] * self.gamma[j]).sum::<f64>() / self.alpha[order])
+            .collect();
+        (predicted, psi)
+    }
 }
 
 /// The matrix that rescales backward differences of order `order` for a step multiplied by
@@ -317,6 +329,13 @@ fn interpolate(d: &[Vec<f64>], t_last: f64, h: f64, order: usize, t: f64) -> Vec
 }
 
 impl<S: StiffSystem + ?Sized> Stepper<'_, S> {
+    /// The error scale `atol + rtol |y|` of each component of `y`.
+    fn scale(&self, y: &[f64]) -> Vec<f64> {
+        y.iter()
+            .map(|y| self.options.atol + self.options.rtol * y.abs())
+            .collect()
+    }
+
     /// Rescales the differences (the state's and the sensitivities') for a step multiplied
     /// by `factor`; the caller sets the new step.
     fn rescale(&mut self, factor: f64) {
@@ -401,7 +420,6 @@ impl<S: StiffSystem + ?Sized> Stepper<'_, S> {
     /// retried inside. `accepted` runs once the step is accepted, before the next step size
     /// and order are chosen.
     fn step(&mut self, t_end: f64, accepted: AcceptHook<Self>) -> Result<(), OdeError> {
-        let n = self.n;
         loop {
             let attempts = self.statistics.steps
                 + self.statistics.error_test_failures
@@ -432,21 +450,8 @@ impl<S: StiffSystem + ?Sized> Stepper<'_, S> {
             }
             let order = self.order;
             let coefficients = &self.coefficients;
-            let predicted: Vec<f64> = (0..n)
-                .map(|x| (0..=order).map(|j| self.d[j][x]).sum())
-                .collect();
-            let scale: Vec<f64> = predicted
-                .iter()
-                .map(|y| self.options.atol + self.options.rtol * y.abs())
-                .collect();
-            let psi: Vec<f64> = (0..n)
-                .map(|x| {
-                    (1..=order)
-                        .map(|j| self.d[j][x] * coefficients.gamma[j])
-                        .sum::<f64>()
-                        / coefficients.alpha[order]
-                })
-                .collect();
+            let (predicted, psi) = coefficients.predict(&self.d, order);
+            let scale = self.scale(&predicted);
             let c = self.h / coefficients.alpha[order];
             let error_const = coefficients.error_const;
 
@@ -476,10 +481,7 @@ impl<S: StiffSystem + ?Sized> Stepper<'_, S> {
 
             let safety =
                 0.9 * (2 * NEWTON_MAXITER + 1) as f64 / (2 * NEWTON_MAXITER + iterations) as f64;
-            let scale: Vec<f64> = y_new
-                .iter()
-                .map(|y| self.options.atol + self.options.rtol * y.abs())
-                .collect();
+            let scale = self.scale(&y_new);
             let error_norm = rms(d.iter().map(|v| error_const[order] * v), &scale);
             if error_norm > 1.0 {
                 self.statistics.error_test_failures += 1;

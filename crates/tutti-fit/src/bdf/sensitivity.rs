@@ -131,25 +131,12 @@ impl<S: ParametricSystem + ?Sized> Stepper<'_, S> {
         let y = self.d[0].clone();
         self.evaluate_derivatives(&mut sensitivity, t_new, &y)?;
         let n = self.n;
-        let (gamma, alpha) = (self.coefficients.gamma, self.coefficients.alpha[order]);
         let mut exact_factored = false;
         for k in 0..sensitivity.differences.len() {
-            let differences = &sensitivity.differences[k];
-            let predicted: Vec<f64> = (0..n)
-                .map(|x| (0..=order).map(|j| differences[j][x]).sum())
-                .collect();
-            let psi: Vec<f64> = (0..n)
-                .map(|x| {
-                    (1..=order)
-                        .map(|j| differences[j][x] * gamma[j])
-                        .sum::<f64>()
-                        / alpha
-                })
-                .collect();
-            let scale: Vec<f64> = predicted
-                .iter()
-                .map(|s| self.options.atol + self.options.rtol * s.abs())
-                .collect();
+            let (predicted, psi) = self
+                .coefficients
+                .predict(&sensitivity.differences[k], order);
+            let scale = self.scale(&predicted);
             // The corrector d solves d - c (J (predicted + d) + df/dp_k) + psi = 0.
             let residual = |sensitivity: &Sensitivity, d: &[f64]| -> Vec<f64> {
                 let s: Vec<f64> = predicted.iter().zip(d).map(|(p, d)| p + d).collect();
