@@ -21,6 +21,8 @@ use crate::processes::Processes;
 use crate::report::{device_kind, print_json, Text};
 use crate::resources::DeviceArgs;
 
+mod brusselator;
+
 /// Options of `tutti fit`.
 #[derive(Args)]
 pub struct FitArgs {
@@ -44,6 +46,10 @@ enum FitCommand {
         #[command(flatten)]
         devices: DeviceArgs,
     },
+    /// Fit the Brusselator's A, B and alpha to synthetic noisy snapshots of several runs
+    /// (each with its own forcing disc and initial amplitude), the Jacobian from the BDF
+    /// integrator's forward sensitivities; print the recovered and true values.
+    Brusselator(brusselator::BrusselatorArgs),
     /// Refit R residual-bootstrap replicates of the example as a checkpointed campaign
     /// (kill it and rerun the same command to finish), then print confidence intervals.
     Bootstrap {
@@ -93,6 +99,7 @@ pub fn run(args: &FitArgs, processes: &Processes, json: bool) -> Result<(), Fail
             let reporting = Reporting { json, inputs };
             demo(processes, &devices.resources(), *seed, *plan, &reporting)
         }
+        FitCommand::Brusselator(args) => brusselator::run(args, processes, json),
         FitCommand::Bootstrap {
             replicates,
             ledger,
@@ -233,25 +240,55 @@ fn termination_name(termination: Termination) -> &'static str {
     }
 }
 
+/// What a fit's table shows besides the report: its title and the parameters' names and
+/// true values.
+pub struct FitTable<'a> {
+    /// The first line.
+    pub title: &'a str,
+    /// The name column's heading.
+    pub heading: &'a str,
+    /// The parameters' names.
+    pub names: &'a [&'a str],
+    /// The values the synthetic data were made with.
+    pub truth: &'a [f64],
+}
+
 /// Prints the recovered and true rates with standard errors to `text`.
 pub fn print_fit(text: Text, report: &FitReport, devices: usize, seconds: f64) {
-    let errors = report.standard_errors().unwrap_or_default();
-    writeln!(
-        text,
+    let title = format!(
         "fit: reaction network A+B<->C->D, 6 experiments, {} residuals, {devices} device(s)",
         report.residual_count
     );
+    let table = FitTable {
+        title: &title,
+        heading: "rate",
+        names: &["k1", "k2", "k3"],
+        truth: &TRUE_RATES,
+    };
+    print_table(text, &table, report, seconds);
+}
+
+/// Prints a fit's parameters beside the true ones, with standard errors and `|z|`, and its
+/// cost, chi^2 per degree of freedom, iterations and termination.
+pub fn print_table(text: Text, table: &FitTable<'_>, report: &FitReport, seconds: f64) {
+    let errors = report.standard_errors().unwrap_or_default();
+    writeln!(text, "{}", table.title);
+    let width = table
+        .names
+        .iter()
+        .map(|name| name.len())
+        .fold(table.heading.len(), usize::max);
     writeln!(
         text,
-        "  {:<4} {:>12} {:>12} {:>10} {:>8}",
-        "rate", "fitted", "true", "std err", "|z|"
+        "  {:<width$} {:>12} {:>12} {:>10} {:>8}",
+        table.heading, "fitted", "true", "std err", "|z|"
     );
-    for (k, (fitted, truth)) in report.parameters.iter().zip(TRUE_RATES).enumerate() {
+    for (k, (fitted, truth)) in report.parameters.iter().zip(table.truth).enumerate() {
         let se = errors.get(k).copied().unwrap_or(f64::NAN);
+        let name = table.names.get(k).copied().unwrap_or("?");
         writeln!(
             text,
-            "  k{:<3} {fitted:>12.6} {truth:>12.6} {se:>10.2e} {:>8.2}",
-            k + 1,
+            "  {name:<width$} {fitted:>12.6} {truth:>12.6} {se:>10.2e} {:>8.2}",
             (fitted - truth).abs() / se
         );
     }
