@@ -27,6 +27,7 @@ pub const GPU_USE: tutti_backend::GpuUse = tutti_backend::GpuUse::HostOnly;
 
 mod balance;
 pub mod bdf;
+mod bounds;
 pub mod brusselator;
 mod campaign;
 mod error;
@@ -39,6 +40,7 @@ pub mod ode;
 mod solver;
 
 pub use balance::{block_assignment, lpt_assignment, makespan};
+pub use bounds::Bounds;
 pub use campaign::{
     checkpointed_map, summarize_ledger, CampaignItem, CampaignOptions, CampaignOutcome, Execution,
     LedgerSummary, TaskContext, TaskFailure,

@@ -22,7 +22,7 @@ use crate::balance::{block_assignment, lpt_assignment, makespan};
 use crate::linalg::{
     cholesky_solve, covariance_from_packed_r, packed_r_in_place, qr_scratch_bytes,
 };
-use crate::{Experiment, FitError};
+use crate::{Bounds, Experiment, FitError};
 
 /// Options of [`fit`], with documented defaults.
 #[derive(Clone, Debug)]
@@ -54,6 +54,12 @@ pub struct FitOptions {
     /// fit's buffers (see [`plan`]). Default [`Resources::default`]: every GPU, else one
     /// simulated device on all cores. The result does not depend on the device count.
     pub resources: Resources,
+    /// Bounds on the parameters (equal bounds fix one); default `None`. The step leaves out
+    /// a parameter held at a bound by the gradient and the trial point is clipped into the
+    /// box; the starting point must lie inside. The gradient tolerance applies to the
+    /// components the bounds leave free. The covariance is still that of the unconstrained
+    /// problem at the solution (as scipy's `curve_fit` reports it).
+    pub bounds: Option<Bounds>,
 }
 
 impl Default for FitOptions {
@@ -67,6 +73,7 @@ impl Default for FitOptions {
             balance_steps: None,
             progress: None,
             resources: Resources::default(),
+            bounds: None,
         }
     }
 }
@@ -87,6 +94,12 @@ impl FitOptions {
     /// These options with a progress callback (see [`FitOptions::progress`]).
     pub fn with_progress(mut self, progress: ProgressFn) -> Self {
         self.progress = Some(progress);
+        self
+    }
+
+    /// These options with bounds on the parameters (see [`FitOptions::bounds`]).
+    pub fn with_bounds(mut self, bounds: Bounds) -> Self {
+        self.bounds = Some(bounds);
         self
     }
 
@@ -121,7 +134,7 @@ pub struct FitReport {
     pub iterations: usize,
     /// Evaluations of all experiments.
     pub evaluations: usize,
-    /// The largest gradient component at the solution.
+    /// The largest gradient component at the solution, among those the bounds leave free.
     pub gradient_norm: f64,
     /// Why it stopped.
     pub termination: Termination,
@@ -430,12 +443,16 @@ pub fn fit<E: Experiment>(
     initial: &[f64],
     options: &FitOptions,
 ) -> Result<FitReport, FitError> {
-    check_start(experiments, initial)?;
+    check_start(experiments, initial, options)?;
     let group = Group::from_resources(&options.resources, crate::GPU_USE)?;
     fit_on(&group, experiments, initial, options)
 }
 
-fn check_start<E: Experiment>(experiments: &[E], initial: &[f64]) -> Result<(), FitError> {
+fn check_start<E: Experiment>(
+    experiments: &[E],
+    initial: &[f64],
+    options: &FitOptions,
+) -> Result<(), FitError> {
     check_problem(experiments, initial.len())?;
     if let Some(i) = initial.iter().position(|x| !x.is_finite()) {
         return Err(FitError::invalid(
@@ -443,7 +460,10 @@ fn check_start<E: Experiment>(experiments: &[E], initial: &[f64]) -> Result<(), 
             format!("parameter {i} is {}, expected a finite number", initial[i]),
         ));
     }
-    Ok(())
+    match &options.bounds {
+        Some(bounds) => bounds.check_start(initial),
+        None => Ok(()),
+    }
 }
 
 /// [`fit`] on a group made by the caller: the way to fit across processes, on a
@@ -461,7 +481,7 @@ pub fn fit_on<E: Experiment>(
     options: &FitOptions,
 ) -> Result<FitReport, FitError> {
     // A failure before the run releases the other processes of a spanning group.
-    group.before_run(check_start(experiments, initial).and_then(|()| {
+    group.before_run(check_start(experiments, initial, options).and_then(|()| {
         plan_on(
             group.devices(),
             experiments,
@@ -616,9 +636,20 @@ fn solve<E: Experiment>(
     let mut damping = options.initial_damping;
     let mut growth = 2.0;
     let mut iterations = 0;
-    let gradient_norm = |g: &[f64]| g.iter().fold(0.0_f64, |m, x| m.max(x.abs()));
+    // The parameters the step leaves alone: those the bounds hold (none without bounds).
+    let held = |parameters: &[f64], gradient: &[f64]| match &options.bounds {
+        Some(bounds) => bounds.held(parameters, gradient),
+        None => vec![false; n],
+    };
+    // The largest gradient component the bounds leave free.
+    let gradient_norm = |parameters: &[f64], g: &[f64]| {
+        g.iter()
+            .zip(held(parameters, g))
+            .filter(|(_, held)| !held)
+            .fold(0.0_f64, |m, (x, _)| m.max(x.abs()))
+    };
     let termination = loop {
-        if gradient_norm(&current.gradient) <= options.gradient_tolerance {
+        if gradient_norm(&parameters, &current.gradient) <= options.gradient_tolerance {
             break Termination::Gradient;
         }
         if iterations >= options.max_iterations {
@@ -629,8 +660,22 @@ fn solve<E: Experiment>(
         for i in 0..n {
             system[i * n + i] += damping * current.curvature[i * n + i].max(1e-300);
         }
-        let rhs: Vec<f64> = current.gradient.iter().map(|g| -g).collect();
-        let Some(step) = cholesky_solve(&system, &rhs) else {
+        let mut rhs: Vec<f64> = current.gradient.iter().map(|g| -g).collect();
+        // A held parameter's row and column become the identity's, its right-hand side
+        // zero: its step is zero and the others' system is the free block.
+        for (i, _) in held(&parameters, &current.gradient)
+            .iter()
+            .enumerate()
+            .filter(|(_, held)| **held)
+        {
+            for j in 0..n {
+                system[i * n + j] = 0.0;
+                system[j * n + i] = 0.0;
+            }
+            system[i * n + i] = 1.0;
+            rhs[i] = 0.0;
+        }
+        let Some(mut step) = cholesky_solve(&system, &rhs) else {
             damping *= growth;
             growth *= 2.0;
             continue;
@@ -640,20 +685,40 @@ fn solve<E: Experiment>(
         if step_norm <= options.step_tolerance * (parameter_norm + options.step_tolerance) {
             break Termination::Step;
         }
-        let trial_parameters: Vec<f64> = parameters.iter().zip(&step).map(|(p, s)| p + s).collect();
+        let mut trial_parameters: Vec<f64> =
+            parameters.iter().zip(&step).map(|(p, s)| p + s).collect();
+        let clipped = options
+            .bounds
+            .as_ref()
+            .is_some_and(|bounds| bounds.clip(&mut trial_parameters));
+        if clipped {
+            for ((s, trial), p) in step.iter_mut().zip(&trial_parameters).zip(&parameters) {
+                *s = trial - p;
+            }
+        }
         let mut trial = evaluate_all(comm, experiments, &assignment, &trial_parameters)?;
         evaluations += 1;
         timing.0 += trial.timing.0;
         timing.1 += trial.timing.1;
-        // Predicted reduction of the quadratic model: 0.5 step^T (lambda D step - g).
-        let predicted: f64 = 0.5
-            * (0..n)
+        // Predicted reduction of the quadratic model: 0.5 step^T (lambda D step - g) for the
+        // step the system gave; -g^T step - 0.5 step^T (J^T J) step for a clipped one.
+        let predicted: f64 = if clipped {
+            -(0..n)
+                .map(|i| {
+                    let curvature: f64 =
+                        (0..n).map(|j| current.curvature[i * n + j] * step[j]).sum();
+                    step[i] * (current.gradient[i] + 0.5 * curvature)
+                })
+                .sum::<f64>()
+        } else {
+            0.5 * (0..n)
                 .map(|i| {
                     step[i]
                         * (damping * current.curvature[i * n + i].max(1e-300) * step[i]
                             - current.gradient[i])
                 })
-                .sum::<f64>();
+                .sum::<f64>()
+        };
         let actual = current.cost - trial.cost;
         let ratio = if trial.failure.is_none() && predicted > 0.0 {
             actual / predicted
@@ -700,7 +765,7 @@ fn solve<E: Experiment>(
         }
     };
     Ok(FitReport {
-        gradient_norm: gradient_norm(&current.gradient),
+        gradient_norm: gradient_norm(&parameters, &current.gradient),
         // Every rank holds every triangle, so each computes the covariance itself (the QR of
         // an E n x n stack): the reports are the same on every rank, and in every process
         // of a group spanning processes.
