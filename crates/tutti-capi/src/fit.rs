@@ -336,7 +336,8 @@ pub unsafe extern "C" fn tutti_fit(
         }
         .map_err(fit_error)?;
         if let Some(out) = covariance_out {
-            let covariance = report.covariance.as_ref().ok_or_else(|| {
+            let full_rank = report.covariance_rank == report.parameters.len();
+            let covariance = report.covariance.as_ref().filter(|_| full_rank).ok_or_else(|| {
                 Error::invalid_argument(
                     "J^T J is singular at the solution: no covariance (pass NULL for covariance_out)",
                 )

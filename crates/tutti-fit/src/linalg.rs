@@ -91,12 +91,15 @@ pub(crate) fn packed_r_in_place(mut a: MatMut<'_, f64>, out: &mut [f64]) {
 /// `(R^T R)^-1` for the `R` of the QR of the stacked packed triangles `blocks` (each
 /// `n (n + 1) / 2` values, in the order given): the inverse of the sum of their `R_e^T R_e`,
 /// formed as `R^-1 R^-T` without ever forming `R^T R` (its condition number is the square of
-/// `R`'s). Row-major n x n, exactly symmetric; `None` when `R` is numerically singular (a
-/// diagonal entry at most `n * eps` times the largest) or the result is not finite.
+/// `R`'s), and the rank `n`. When `R` is numerically singular (a diagonal entry at most
+/// `n * eps` times the largest) it is the pseudo-inverse `V S^-2 V^T` from the SVD `R = U S
+/// V^T`, singular values at most `n * eps` times the largest left out, with their count as
+/// the rank. Row-major n x n, exactly symmetric; `None` when the QR or the SVD fails or the
+/// result is not finite.
 pub(crate) fn covariance_from_packed_r<'a>(
     blocks: impl ExactSizeIterator<Item = &'a [f64]>,
     n: usize,
-) -> Option<Vec<f64>> {
+) -> Option<(Vec<f64>, usize)> {
     let rows = blocks.len().checked_mul(n)?;
     let mut stacked = Mat::<f64>::zeros(rows, n);
     for (e, packed) in blocks.enumerate() {
@@ -109,6 +112,9 @@ pub(crate) fn covariance_from_packed_r<'a>(
         }
     }
     let r = triangular_factor(stacked, n)?;
+    if !is_regular(r.as_ref()) {
+        return pseudo_inverse_covariance(r.as_ref());
+    }
     // R^-1 by solving R X = I, then C = X X^T, upper triangle mirrored.
     let mut inverse = Mat::<f64>::identity(n, n);
     solve_upper_triangular_in_place(r.as_ref(), inverse.as_mut(), Par::Seq);
@@ -124,11 +130,53 @@ pub(crate) fn covariance_from_packed_r<'a>(
     covariance
         .iter()
         .all(|v| v.is_finite())
-        .then_some(covariance)
+        .then_some((covariance, n))
 }
 
-/// The n x n upper triangular `R` of a QR of `a` (`rows x n`, rows >= n), or `None` when it
-/// is numerically singular.
+/// Whether the triangular `r` is numerically regular: every diagonal entry finite and above
+/// `n * eps` times the largest.
+fn is_regular(r: MatRef<'_, f64>) -> bool {
+    let n = r.ncols();
+    let largest = (0..n).map(|i| r[(i, i)].abs()).fold(0.0, f64::max);
+    let threshold = n as f64 * f64::EPSILON * largest;
+    largest.is_finite()
+        && largest > 0.0
+        && (0..n).all(|i| {
+            let d = r[(i, i)].abs();
+            d.is_finite() && d > threshold
+        })
+}
+
+/// The pseudo-inverse of `R^T R` and its rank, from the SVD of `R` (see
+/// [`covariance_from_packed_r`]).
+fn pseudo_inverse_covariance(r: MatRef<'_, f64>) -> Option<(Vec<f64>, usize)> {
+    let n = r.ncols();
+    let svd = r.thin_svd().ok()?;
+    let (s, v) = (svd.S().column_vector(), svd.V());
+    let largest = (0..n).map(|i| s[i].abs()).fold(0.0, f64::max);
+    let threshold = n as f64 * f64::EPSILON * largest;
+    let kept: Vec<usize> = (0..n)
+        .filter(|&k| s[k].is_finite() && s[k].abs() > threshold)
+        .collect();
+    let mut covariance = vec![0.0; n * n];
+    for i in 0..n {
+        for j in i..n {
+            let value: f64 = kept
+                .iter()
+                .map(|&k| v[(i, k)] * v[(j, k)] / (s[k] * s[k]))
+                .sum();
+            covariance[i * n + j] = value;
+            covariance[j * n + i] = value;
+        }
+    }
+    covariance
+        .iter()
+        .all(|v| v.is_finite())
+        .then_some((covariance, kept.len()))
+}
+
+/// The n x n upper triangular `R` of a QR of `a` (`rows x n`, rows >= n), or `None` when
+/// there are fewer rows than columns or no workspace.
 fn triangular_factor(mut a: Mat<f64>, n: usize) -> Option<Mat<f64>> {
     let m = a.nrows();
     if m < n || n == 0 {
@@ -151,15 +199,13 @@ fn triangular_factor(mut a: Mat<f64>, n: usize) -> Option<Mat<f64>> {
         MemStack::new(&mut buffer),
         Default::default(),
     );
-    let r = Mat::<f64>::from_fn(n, n, |i, j| if i <= j { a[(i, j)] } else { 0.0 });
-    let largest = (0..n).map(|i| r[(i, i)].abs()).fold(0.0, f64::max);
-    let threshold = n as f64 * f64::EPSILON * largest;
-    let regular = largest.is_finite()
-        && (0..n).all(|i| {
-            let d = r[(i, i)].abs();
-            d.is_finite() && d > threshold
-        });
-    regular.then_some(r)
+    Some(Mat::<f64>::from_fn(n, n, |i, j| {
+        if i <= j {
+            a[(i, j)]
+        } else {
+            0.0
+        }
+    }))
 }
 
 #[cfg(test)]
@@ -188,14 +234,21 @@ mod tests {
         };
         let first = packed(vec![2.0, 1.0], 1);
         let mut second = packed(vec![0.0, 1.0, 1.0, 1.0], 2);
-        let covariance =
+        let (covariance, rank) =
             covariance_from_packed_r([&first[..], &second[..]].into_iter(), 2).unwrap();
+        assert_eq!(rank, 2);
         for (got, want) in covariance.iter().zip([0.5, -0.5, -0.5, 5.0 / 6.0]) {
             assert!((got - want).abs() < 1e-15, "{covariance:?}");
         }
-        // Collinear columns: singular.
+        // Collinear columns: J = [[1, 2], [2, 4]] has rank 1 and J^T J = 5 [[1, 2], [2, 4]]
+        // = 25 u u^T with u = (1, 2) / sqrt 5, whose pseudo-inverse is u u^T / 25 =
+        // [[1, 2], [2, 4]] / 125.
         second = packed(vec![1.0, 2.0, 2.0, 4.0], 2);
-        assert!(covariance_from_packed_r([&second[..]].into_iter(), 2).is_none());
+        let (covariance, rank) = covariance_from_packed_r([&second[..]].into_iter(), 2).unwrap();
+        assert_eq!(rank, 1);
+        for (got, want) in covariance.iter().zip([1.0, 2.0, 2.0, 4.0]) {
+            assert!((got - want / 125.0).abs() < 1e-15, "{covariance:?}");
+        }
         assert!(qr_scratch_bytes(100, 3) > 0);
     }
 }

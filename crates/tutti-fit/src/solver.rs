@@ -141,9 +141,15 @@ pub struct FitReport {
     /// `(J^T J)^-1` at the solution, row-major n x n: the parameters' covariance when the
     /// residuals are weighted by their standard deviations. Formed as `R^-1 R^-T` from a QR
     /// of the Jacobian (blockwise, in experiment order), which is better conditioned than
-    /// inverting `J^T J`. `None` if `R` is numerically singular (a diagonal entry at most
-    /// `n * eps` times the largest).
+    /// inverting `J^T J`. When `R` is numerically singular (a diagonal entry at most
+    /// `n * eps` times the largest) it is the pseudo-inverse from the SVD of `R`, and
+    /// [`FitReport::covariance_rank`] says how many directions it covers (a warning is
+    /// logged). `None` only if a factorization fails or the result is not finite.
     pub covariance: Option<Vec<f64>>,
+    /// The rank of `J^T J` at the solution: the parameter count when every combination of
+    /// the parameters is determined by the data, less when some are not (the covariance is
+    /// then a pseudo-inverse, and the standard errors of those combinations are not known).
+    pub covariance_rank: usize,
     /// The number of residuals over all experiments.
     pub residual_count: usize,
     /// The devices (ranks) the experiments were split over.
@@ -164,6 +170,18 @@ pub struct FitReport {
 }
 
 impl FitReport {
+    /// The covariance scaled by the reduced chi-square `2 cost / (m - n)` (`m` residuals,
+    /// `n` parameters): the parameters' covariance when the residuals' common standard
+    /// deviation is unknown and estimated from the fit (scipy's `curve_fit` with
+    /// `absolute_sigma=False`). `None` without a covariance or with `m <= n`.
+    pub fn scaled_covariance(&self) -> Option<Vec<f64>> {
+        let n = self.parameters.len();
+        let dof = self.residual_count.checked_sub(n).filter(|&dof| dof > 0)?;
+        let chi2 = 2.0 * self.cost / dof as f64;
+        let covariance = self.covariance.as_ref()?;
+        Some(covariance.iter().map(|c| c * chi2).collect())
+    }
+
     /// The standard errors: square roots of the covariance's diagonal.
     pub fn standard_errors(&self) -> Option<Vec<f64>> {
         let n = self.parameters.len();
@@ -764,12 +782,25 @@ fn solve<E: Experiment>(
             growth *= 2.0;
         }
     };
+    let (covariance, covariance_rank) =
+        match covariance_from_packed_r(current.triangles.chunks_exact(packed_len(n)), n) {
+            Some((covariance, rank)) => (Some(covariance), rank),
+            None => (None, 0),
+        };
+    if covariance_rank < n && comm.rank() == 0 {
+        log::warn!(
+            "fit: J^T J has rank {covariance_rank} of {n} at the solution: some combinations \
+             of the parameters are not determined by the data; the covariance is a \
+             pseudo-inverse"
+        );
+    }
     Ok(FitReport {
         gradient_norm: gradient_norm(&parameters, &current.gradient),
         // Every rank holds every triangle, so each computes the covariance itself (the QR of
         // an E n x n stack): the reports are the same on every rank, and in every process
         // of a group spanning processes.
-        covariance: covariance_from_packed_r(current.triangles.chunks_exact(packed_len(n)), n),
+        covariance,
+        covariance_rank,
         parameters,
         cost: current.cost,
         iterations,

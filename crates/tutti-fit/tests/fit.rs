@@ -541,3 +541,48 @@ fn a_cap_too_small_for_the_plan_is_refused_up_front_and_a_sufficient_one_runs() 
     let report = fit(&experiments, &START_RATES, &enough).unwrap();
     assert!(report.converged(), "{:?}", report.termination);
 }
+
+/// r_i = (p0 + p1) x_i - y_i: only the sum p0 + p1 is determined by the data.
+struct SumOnly;
+
+const SUM_X: [f64; 4] = [1.0, 2.0, 3.0, 4.0];
+const SUM_Y: [f64; 4] = [2.1, 3.9, 6.2, 7.8];
+
+impl Experiment for SumOnly {
+    fn residual_count(&self) -> usize {
+        4
+    }
+    fn evaluate(&self, p: &[f64], r: &mut [f64], j: &mut [f64]) -> Result<(), String> {
+        for (i, (x, y)) in SUM_X.iter().zip(SUM_Y).enumerate() {
+            r[i] = (p[0] + p[1]) * x - y;
+            j[2 * i] = *x;
+            j[2 * i + 1] = *x;
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn a_rank_deficient_jacobian_gives_the_pseudo_inverse_and_its_rank() {
+    let report = fit(&[SumOnly], &[0.0, 0.0], &cpu(1, &FitOptions::default())).unwrap();
+    // The sum is the slope of a fit through the origin: Sxy / Sxx = 59.7 / 30.
+    let (sxx, sxy) = (30.0, 59.7);
+    let sum = report.parameters[0] + report.parameters[1];
+    assert!((sum - sxy / sxx).abs() < 1e-10, "{:?}", report.parameters);
+    assert_eq!(report.covariance_rank, 1);
+    // J^T J = Sxx [[1, 1], [1, 1]] = 2 Sxx u u^T, u = (1, 1) / sqrt 2: its pseudo-inverse is
+    // u u^T / (2 Sxx) = [[1, 1], [1, 1]] / (4 Sxx).
+    let covariance = report.covariance.as_ref().expect("pseudo-inverse");
+    for value in covariance {
+        assert!((value - 1.0 / (4.0 * sxx)).abs() < 1e-14, "{covariance:?}");
+    }
+    // Scaled by the reduced chi-square 2 cost / (4 - 2).
+    let scaled = report.scaled_covariance().expect("scaled");
+    let chi2 = report.cost;
+    for (s, c) in scaled.iter().zip(covariance) {
+        assert!(
+            (s - c * chi2).abs() <= 1e-15 * s.abs().max(1e-300),
+            "{scaled:?}"
+        );
+    }
+}
