@@ -200,34 +200,39 @@ fn demo(
     }
     let devices = report.devices;
     let seconds = started.elapsed().as_secs_f64();
-    let errors = report.standard_errors().unwrap_or_default();
     if reporting.json {
         // `seconds` (the whole run) is added by print_json.
-        let fields = json!({
-            "inputs": reporting.inputs,
-            "parameters": report.parameters,
-            "true_parameters": TRUE_RATES,
-            "standard_errors": errors,
-            "cost": report.cost,
-            "gradient_norm": report.gradient_norm,
-            "residuals": report.residual_count,
-            "iterations": report.iterations,
-            "evaluations": report.evaluations,
-            "termination": termination_name(report.termination),
-            "converged": report.converged(),
-            "processes": processes.size(),
-            "devices": devices,
-            "device_kind": device_kind(group.devices()),
-            "timings": {
-                "evaluation": report.evaluation_seconds,
-                "reduction": report.reduction_seconds,
-            },
-        });
+        let mut fields = report_fields(&report, processes, &group);
+        fields["inputs"] = reporting.inputs.clone();
+        fields["true_parameters"] = json!(TRUE_RATES);
         print_json("fit demo", started, fields);
         return Ok(());
     }
     print_fit(Text::new(false), &report, devices, seconds);
     Ok(())
+}
+
+/// The `--json` fields every fit subcommand reports: the parameters, their standard
+/// errors, the cost and how the fit ended, where it ran.
+fn report_fields(report: &FitReport, processes: &Processes, group: &Group) -> serde_json::Value {
+    json!({
+        "parameters": report.parameters,
+        "standard_errors": report.standard_errors().unwrap_or_default(),
+        "cost": report.cost,
+        "gradient_norm": report.gradient_norm,
+        "residuals": report.residual_count,
+        "iterations": report.iterations,
+        "evaluations": report.evaluations,
+        "termination": termination_name(report.termination),
+        "converged": report.converged(),
+        "processes": processes.size(),
+        "devices": report.devices,
+        "device_kind": device_kind(group.devices()),
+        "timings": {
+            "evaluation": report.evaluation_seconds,
+            "reduction": report.reduction_seconds,
+        },
+    })
 }
 
 /// Why a fit stopped, as `--json` spells it.

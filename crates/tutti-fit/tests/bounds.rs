@@ -6,23 +6,12 @@ use tutti_backend::Resources;
 use tutti_fit::example::{synthetic_experiments, START_RATES};
 use tutti_fit::{fit, Bounds, Experiment, FitError, FitOptions};
 
+mod common;
+
+use common::Rosenbrock;
+
 fn options() -> FitOptions {
     FitOptions::default().with_resources(Resources::cpu(1))
-}
-
-/// Rosenbrock's function as least squares: r = (10 (y - x^2), 1 - x).
-struct Rosenbrock;
-
-impl Experiment for Rosenbrock {
-    fn residual_count(&self) -> usize {
-        2
-    }
-    fn evaluate(&self, p: &[f64], r: &mut [f64], j: &mut [f64]) -> Result<(), String> {
-        r[0] = 10.0 * (p[1] - p[0] * p[0]);
-        r[1] = 1.0 - p[0];
-        j.copy_from_slice(&[-20.0 * p[0], 10.0, -1.0, 0.0]);
-        Ok(())
-    }
 }
 
 #[test]

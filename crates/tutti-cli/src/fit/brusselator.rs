@@ -11,10 +11,10 @@ use tutti_fit::brusselator::{
 };
 use tutti_fit::{fit_on, FitOptions};
 
-use super::{print_table, termination_name, FitTable};
+use super::{print_table, report_fields, FitTable};
 use crate::failure::Failure;
 use crate::processes::Processes;
-use crate::report::{device_kind, print_json, Text};
+use crate::report::{print_json, Text};
 use crate::resources::DeviceArgs;
 
 /// Options of `tutti fit brusselator`.
@@ -95,39 +95,21 @@ pub fn run(args: &BrusselatorArgs, processes: &Processes, json: bool) -> Result<
         return Ok(());
     }
     let seconds = started.elapsed().as_secs_f64();
-    let errors = report.standard_errors().unwrap_or_default();
     if json {
-        let fields = json!({
-            "inputs": {
-                "n": args.n,
-                "experiments": args.experiments,
-                "stride": args.stride,
-                "noise": args.noise,
-                "seed": args.seed,
-                "rtol": args.rtol,
-                "max_iterations": args.max_iterations,
-                "resources": args.devices.to_json(),
-            },
-            "parameter_names": ["A", "B", "alpha"],
-            "parameters": report.parameters,
-            "start_parameters": START_PARAMETERS,
-            "true_parameters": TRUE_PARAMETERS,
-            "standard_errors": errors,
-            "cost": report.cost,
-            "gradient_norm": report.gradient_norm,
-            "residuals": report.residual_count,
-            "iterations": report.iterations,
-            "evaluations": report.evaluations,
-            "termination": termination_name(report.termination),
-            "converged": report.converged(),
-            "processes": processes.size(),
-            "devices": report.devices,
-            "device_kind": device_kind(group.devices()),
-            "timings": {
-                "evaluation": report.evaluation_seconds,
-                "reduction": report.reduction_seconds,
-            },
+        let mut fields = report_fields(&report, processes, &group);
+        fields["inputs"] = json!({
+            "n": args.n,
+            "experiments": args.experiments,
+            "stride": args.stride,
+            "noise": args.noise,
+            "seed": args.seed,
+            "rtol": args.rtol,
+            "max_iterations": args.max_iterations,
+            "resources": args.devices.to_json(),
         });
+        fields["parameter_names"] = json!(["A", "B", "alpha"]);
+        fields["start_parameters"] = json!(START_PARAMETERS);
+        fields["true_parameters"] = json!(TRUE_PARAMETERS);
         print_json("fit brusselator", started, fields);
         return Ok(());
     }
