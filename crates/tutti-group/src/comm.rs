@@ -18,9 +18,26 @@ use crate::CommError;
 ///
 /// A `Comm` is not `Sync`: one rank's collectives run one at a time, from its own thread.
 pub struct Comm<'a> {
-    transport: &'a dyn Transport,
+    transport: Link<'a>,
     device: &'a Device,
     _one_thread: PhantomData<Cell<()>>,
+}
+
+/// A `Comm`'s transport: the group's, borrowed, or a sub-group's, owned by the `Comm` that
+/// [`Comm::split`] made.
+enum Link<'a> {
+    Borrowed(&'a dyn Transport),
+    Owned(Box<dyn Transport + 'a>),
+}
+
+impl Drop for Comm<'_> {
+    /// A sub-group's rank leaves its sub-group when its `Comm` is dropped, so a member still
+    /// waiting for it in a collective learns so ([`CommError::RankLeft`]) instead of hanging.
+    fn drop(&mut self) {
+        if let Link::Owned(transport) = &self.transport {
+            transport.leave();
+        }
+    }
 }
 
 /// Whether a rank's run was aborted: see [`Comm::abort_probe`].
@@ -88,20 +105,50 @@ impl<'a> Comm<'a> {
     /// in-process one (e.g. MPI) construct their ranks' handles with this.
     pub fn new(transport: &'a dyn Transport, device: &'a Device) -> Self {
         Self {
-            transport,
+            transport: Link::Borrowed(transport),
             device,
             _one_thread: PhantomData,
         }
     }
 
+    fn transport(&self) -> &dyn Transport {
+        match &self.transport {
+            Link::Borrowed(transport) => *transport,
+            Link::Owned(transport) => transport.as_ref(),
+        }
+    }
+
+    /// Splits the group into sub-groups, one per `color`, and returns this rank's handle on
+    /// its sub-group, whose ranks are numbered by `key` (ties by rank in this group); MPI's
+    /// `MPI_Comm_split`. Every rank calls it, in order with its other collectives, and the
+    /// sub-group keeps this rank's device.
+    ///
+    /// Each sub-group's collectives run independently of the other sub-groups' and of this
+    /// group's (which stay usable), so a (data x model) mesh splits into model groups that
+    /// each run their own solve. An abort of this group (another rank failed) releases every
+    /// sub-group's collectives with [`CommError::Aborted`]; a rank that drops its sub-group
+    /// handle leaves the sub-group.
+    ///
+    /// Errors: [`CommError::Unsupported`] on a transport that cannot split (one spanning
+    /// processes, today); [`CommError::Mismatch`] when the ranks did not all call `split`;
+    /// [`CommError::Aborted`].
+    pub fn split(&self, color: usize, key: usize) -> Result<Comm<'_>, CommError> {
+        let transport = self.transport().split(color, key)?;
+        Ok(Comm {
+            transport: Link::Owned(transport),
+            device: self.device,
+            _one_thread: PhantomData,
+        })
+    }
+
     /// This rank, `0..size`.
     pub fn rank(&self) -> usize {
-        self.transport.rank()
+        self.transport().rank()
     }
 
     /// The number of ranks.
     pub fn size(&self) -> usize {
-        self.transport.size()
+        self.transport().size()
     }
 
     /// This rank's device.
@@ -112,9 +159,9 @@ impl<'a> Comm<'a> {
     /// A probe of whether the run was aborted, for a rank that waits on the other ranks of
     /// its process outside a collective (a shared reader): unlike the `Comm` it may be
     /// handed to the rank's thread pool.
-    pub fn abort_probe(&self) -> AbortProbe<'a> {
+    pub fn abort_probe(&self) -> AbortProbe<'_> {
         AbortProbe {
-            transport: self.transport,
+            transport: self.transport(),
         }
     }
 
@@ -147,7 +194,7 @@ impl<'a> Comm<'a> {
     /// Waits until every rank has arrived.
     pub fn barrier(&self) -> Result<(), CommError> {
         let outgoing = empty_blocks(self.size());
-        self.transport
+        self.transport()
             .exchange(&signature::<()>("barrier", None, None), outgoing)
             .map(drop)
     }
@@ -158,7 +205,7 @@ impl<'a> Comm<'a> {
         self.check_root(OP, root)?;
         let outgoing = self.rooted_outgoing(root, data);
         let incoming = self
-            .transport
+            .transport()
             .exchange(&signature::<T>(OP, Some(root), None), outgoing)?;
         if self.rank() != root {
             *data = from_block(&incoming[root]);
@@ -176,7 +223,7 @@ impl<'a> Comm<'a> {
         self.check_root(OP, root)?;
         let outgoing = self.rooted_outgoing(root, data);
         let sig = signature::<T>(OP, Some(root), Some(data.len()));
-        let incoming = self.transport.exchange(&sig, outgoing)?;
+        let incoming = self.transport().exchange(&sig, outgoing)?;
         if self.rank() != root {
             copy_block_into(&incoming[root], data);
         }
@@ -195,7 +242,7 @@ impl<'a> Comm<'a> {
         let mut outgoing = empty_blocks(self.size());
         outgoing[root] = to_block(send);
         let incoming = self
-            .transport
+            .transport()
             .exchange(&signature::<T>(OP, Some(root), None), outgoing)?;
         Ok((self.rank() == root).then(|| incoming.iter().map(|b| from_block(b)).collect()))
     }
@@ -229,7 +276,7 @@ impl<'a> Comm<'a> {
             empty_blocks(self.size())
         };
         let incoming = self
-            .transport
+            .transport()
             .exchange(&signature::<T>(OP, Some(root), None), outgoing)?;
         Ok(from_block(&incoming[root]))
     }
@@ -238,7 +285,7 @@ impl<'a> Comm<'a> {
     pub fn allgather<T: Element>(&self, send: &[T]) -> Result<Vec<Vec<T>>, CommError> {
         let outgoing = vec![to_block(send); self.size()];
         let incoming = self
-            .transport
+            .transport()
             .exchange(&signature::<T>("allgather", None, None), outgoing)?;
         Ok(incoming.iter().map(|b| from_block(b)).collect())
     }
@@ -258,7 +305,7 @@ impl<'a> Comm<'a> {
             outgoing[root] = to_block(data);
         }
         let sig = signature::<T>(OP, Some(root), Some(data.len()));
-        let incoming = self.transport.exchange(&sig, outgoing)?;
+        let incoming = self.transport().exchange(&sig, outgoing)?;
         if self.rank() == root {
             sum_in_rank_order(&incoming, root, data);
         }
@@ -283,7 +330,7 @@ impl<'a> Comm<'a> {
         }
         let outgoing = send.iter().map(|block| to_block(block)).collect();
         let incoming = self
-            .transport
+            .transport()
             .exchange(&signature::<T>(OP, None, None), outgoing)?;
         Ok(incoming.iter().map(|b| from_block(b)).collect())
     }

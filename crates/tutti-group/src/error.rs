@@ -39,6 +39,9 @@ pub enum CommError {
     /// A transport failure (e.g. an MPI error).
     #[error("transport error: {0}")]
     Transport(String),
+    /// The transport cannot do what was asked (e.g. split a group spanning processes).
+    #[error("not supported: {0}")]
+    Unsupported(String),
 }
 
 impl From<BackendError> for CommError {

@@ -1,6 +1,7 @@
 //! The in-process transport: one thread per rank, exchanging through shared memory.
 
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::collections::HashMap;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 
 use crate::transport::{Block, Signature, Transport};
 use crate::CommError;
@@ -15,6 +16,20 @@ pub(crate) struct LocalMailbox {
     size: usize,
     state: Mutex<RoundState>,
     round_done: Condvar,
+    splits: Mutex<SplitRegistry>,
+}
+
+/// The sub-group mailboxes [`LocalMailbox::split`] made.
+#[derive(Default)]
+struct SplitRegistry {
+    /// Mailboxes not yet taken by every member, by (split number, color), with how many
+    /// members have still to take theirs.
+    pending: HashMap<(u64, usize), (Arc<LocalMailbox>, usize)>,
+    /// Every sub-group made, to abort with this one.
+    children: Vec<Weak<LocalMailbox>>,
+    /// Splits each rank has made so far: the same on every rank after each split, so it
+    /// names the split.
+    made: Vec<u64>,
 }
 
 struct RoundState {
@@ -43,6 +58,10 @@ impl LocalMailbox {
                 left: vec![false; size],
             }),
             round_done: Condvar::new(),
+            splits: Mutex::new(SplitRegistry {
+                made: vec![0; size],
+                ..SplitRegistry::default()
+            }),
         }
     }
 
@@ -66,9 +85,90 @@ impl LocalMailbox {
         self.lock().aborted
     }
 
+    /// Aborts this mailbox and every sub-group split from it.
     pub(crate) fn abort(&self) {
         self.lock().aborted = true;
         self.round_done.notify_all();
+        let children: Vec<Arc<LocalMailbox>> = self
+            .lock_splits()
+            .children
+            .iter()
+            .filter_map(Weak::upgrade)
+            .collect();
+        for child in children {
+            child.abort();
+        }
+    }
+
+    fn lock_splits(&self) -> MutexGuard<'_, SplitRegistry> {
+        self.splits
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+    }
+
+    /// Rank `rank`'s part of a split (see [`Transport::split`]): one exchange tells every
+    /// rank every `(color, key)`; the first member of a color to arrive makes its mailbox,
+    /// the others take it.
+    fn split(&self, rank: usize, color: usize, key: usize) -> Result<SubEndpoint, CommError> {
+        let words = [color as u64, key as u64];
+        let block = Block::from(bytemuck::cast_slice::<u64, u8>(&words));
+        let signature = Signature {
+            op: "split",
+            root: None,
+            element: "u64",
+            len: Some(2),
+        };
+        let incoming = self.exchange(rank, &signature, vec![block; self.size])?;
+        let mut choices = Vec::with_capacity(self.size);
+        for block in &incoming {
+            let words: Vec<u64> = bytemuck::pod_collect_to_vec(block);
+            match words.as_slice() {
+                [color, key] => choices.push((*color, *key)),
+                _ => {
+                    return Err(CommError::Mismatch(format!(
+                        "split: a rank sent {} bytes instead of a color and a key",
+                        block.len()
+                    )))
+                }
+            }
+        }
+        let mut members: Vec<usize> = (0..self.size)
+            .filter(|&r| choices[r].0 == color as u64)
+            .collect();
+        members.sort_by_key(|&r| (choices[r].1, r));
+        let sub_rank = members
+            .iter()
+            .position(|&r| r == rank)
+            .unwrap_or_else(|| unreachable!("a rank is a member of its own color"));
+        let mut registry = self.lock_splits();
+        let SplitRegistry {
+            pending,
+            children,
+            made,
+        } = &mut *registry;
+        let number = made[rank];
+        made[rank] += 1;
+        let entry = pending.entry((number, color)).or_insert_with(|| {
+            let child = Arc::new(LocalMailbox::new(members.len()));
+            children.retain(|weak| weak.strong_count() > 0);
+            children.push(Arc::downgrade(&child));
+            (child, members.len())
+        });
+        let mailbox = Arc::clone(&entry.0);
+        entry.1 -= 1;
+        if entry.1 == 0 {
+            pending.remove(&(number, color));
+        }
+        drop(registry);
+        // An abort that walked the children before this one was registered set the flag
+        // first: seeing it here, abort the new sub-group too.
+        if self.is_aborted() {
+            mailbox.abort();
+        }
+        Ok(SubEndpoint {
+            mailbox,
+            rank: sub_rank,
+        })
     }
 
     fn leave(&self, rank: usize) {
@@ -204,6 +304,51 @@ impl Transport for LocalEndpoint<'_> {
     fn is_aborted(&self) -> bool {
         self.mailbox.is_aborted()
     }
+
+    fn split(&self, color: usize, key: usize) -> Result<Box<dyn Transport + '_>, CommError> {
+        Ok(Box::new(self.mailbox.split(self.rank, color, key)?))
+    }
+}
+
+/// One rank's handle on a sub-group's mailbox, made by [`LocalMailbox::split`]. Its abort
+/// aborts only the sub-group (and those split from it); the parent's abort reaches it.
+pub(crate) struct SubEndpoint {
+    mailbox: Arc<LocalMailbox>,
+    rank: usize,
+}
+
+impl Transport for SubEndpoint {
+    fn rank(&self) -> usize {
+        self.rank
+    }
+
+    fn size(&self) -> usize {
+        self.mailbox.size
+    }
+
+    fn exchange(
+        &self,
+        signature: &Signature,
+        outgoing: Vec<Block>,
+    ) -> Result<Vec<Block>, CommError> {
+        self.mailbox.exchange(self.rank, signature, outgoing)
+    }
+
+    fn abort(&self) {
+        self.mailbox.abort();
+    }
+
+    fn leave(&self) {
+        self.mailbox.leave(self.rank);
+    }
+
+    fn is_aborted(&self) -> bool {
+        self.mailbox.is_aborted()
+    }
+
+    fn split(&self, color: usize, key: usize) -> Result<Box<dyn Transport + '_>, CommError> {
+        Ok(Box::new(self.mailbox.split(self.rank, color, key)?))
+    }
 }
 
 /// The transport of a group of one: every exchange is a local move, no threads, no locks.
@@ -235,4 +380,8 @@ impl Transport for SoloTransport {
     fn abort(&self) {}
 
     fn leave(&self) {}
+
+    fn split(&self, _color: usize, _key: usize) -> Result<Box<dyn Transport + '_>, CommError> {
+        Ok(Box::new(SoloTransport))
+    }
 }

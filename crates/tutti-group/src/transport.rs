@@ -110,6 +110,19 @@ pub trait Transport: Send + Sync {
     fn is_aborted(&self) -> bool {
         false
     }
+
+    /// Splits the ranks into sub-groups, one per `color`, ranked within each by `key` (ties
+    /// by rank), and returns this rank's transport of its sub-group (MPI's
+    /// `MPI_Comm_split`). Collective: every rank calls it, in the same order as its other
+    /// exchanges. A sub-group's exchanges are independent of the parent's and of the other
+    /// sub-groups', but an abort of the parent aborts every sub-group made from it.
+    /// [`CommError::Unsupported`] by default.
+    fn split(&self, color: usize, key: usize) -> Result<Box<dyn Transport + '_>, CommError> {
+        let _ = (color, key);
+        Err(CommError::Unsupported(
+            "this transport cannot split into sub-groups".into(),
+        ))
+    }
 }
 
 /// The ranks of a computation spanning processes (MPI): the ranks of this process are a part
