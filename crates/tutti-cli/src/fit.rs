@@ -227,6 +227,7 @@ fn report_fields(report: &FitReport, processes: &Processes, group: &Group) -> se
         "converged": report.converged(),
         "processes": processes.size(),
         "devices": report.devices,
+        "model_devices": report.model_devices,
         "device_kind": device_kind(group.devices()),
         "timings": {
             "evaluation": report.evaluation_seconds,

@@ -38,12 +38,54 @@ fn the_fit_recovers_the_parameters_and_reports_them() {
 }
 
 #[test]
+fn a_model_axis_gives_the_same_fit_as_one_device() {
+    // A small, short fit: 6 x 6, 2 experiments, 3 iterations; the library's test checks
+    // every mesh bitwise, this checks that the flag reaches it.
+    let run = |devices: &'static str, model: &'static str| -> Value {
+        let args = [
+            "fit",
+            "brusselator",
+            "--json",
+            "--kind",
+            "cpu",
+            "-d",
+            devices,
+            "--model-devices",
+            model,
+            "--n",
+            "6",
+            "--experiments",
+            "2",
+            "--max-iterations",
+            "3",
+        ];
+        let out = tutti(&args);
+        assert!(
+            out.status.success(),
+            "tutti {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).expect("one JSON object")
+    };
+    let one = run("1", "1");
+    let split = run("2", "2");
+    assert_eq!(split["model_devices"], 2);
+    assert_eq!(split["inputs"]["model_devices"], 2);
+    assert_eq!(split["devices"], 2);
+    // serde_json prints the shortest decimal that reads back to the same double.
+    assert_eq!(split["parameters"], one["parameters"]);
+    assert_eq!(split["cost"], one["cost"]);
+}
+
+#[test]
 fn bad_options_are_usage_errors() {
     for bad in [
         &["--n", "2"][..],
         &["--noise", "0"],
         &["--rtol", "2"],
         &["--experiments", "0"],
+        &["--model-devices", "0"],
+        &["-d", "3", "--model-devices", "2"],
     ] {
         let mut args = vec!["fit", "brusselator", "--kind", "cpu"];
         args.extend_from_slice(bad);

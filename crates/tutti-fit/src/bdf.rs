@@ -39,7 +39,10 @@ mod sensitivity;
 
 use matrix::IterationMatrix;
 use sensitivity::Sensitivity;
-pub use sensitivity::{integrate_sensitivities, ParametricSystem, SensitivitySolution};
+pub use sensitivity::{
+    integrate_sensitivities, integrate_sensitivities_on, ParametricSystem, SensitivitySolution,
+};
+use tutti_group::Comm;
 use tutti_sparse::{CsrMatrix, SparseError};
 
 /// The highest order.
@@ -285,11 +288,11 @@ struct Stepper<'s, S: StiffSystem + ?Sized> {
     equal_steps: usize,
     jacobian_values: Vec<f64>,
     jacobian_is_current: bool,
-    matrix: IterationMatrix,
+    matrix: IterationMatrix<'s>,
     newton_tol: f64,
     statistics: BdfStatistics,
     /// The forward sensitivities carried along, if any.
-    sensitivity: Option<Sensitivity>,
+    sensitivity: Option<Sensitivity<'s>>,
 }
 
 /// What [`Stepper::step`] calls after it accepts a step, with the new time, `c = h / alpha`
@@ -588,7 +591,35 @@ pub fn integrate<S: StiffSystem + ?Sized>(
     t_eval: &[f64],
     options: &BdfOptions,
 ) -> Result<BdfSolution, OdeError> {
-    let mut stepper = start(system, t0, y0, t_eval, options)?;
+    integrate_with(None, system, t0, y0, t_eval, options)
+}
+
+/// [`integrate`] on every rank of a model group together: each Newton matrix is factored and
+/// solved split among `model`'s ranks ([`tutti_sparse::factor_on`]), and every rank steps
+/// the whole state. Every rank calls this with the same arguments and gets the same
+/// solution, bitwise that of [`integrate`] on one rank, or the same error.
+///
+/// Errors: those of [`integrate`]; a collective's error (another rank failed).
+pub fn integrate_on<S: StiffSystem + ?Sized>(
+    model: &Comm<'_>,
+    system: &S,
+    t0: f64,
+    y0: &[f64],
+    t_eval: &[f64],
+    options: &BdfOptions,
+) -> Result<BdfSolution, OdeError> {
+    integrate_with(Some(model), system, t0, y0, t_eval, options)
+}
+
+fn integrate_with<S: StiffSystem + ?Sized>(
+    model: Option<&Comm<'_>>,
+    system: &S,
+    t0: f64,
+    y0: &[f64],
+    t_eval: &[f64],
+    options: &BdfOptions,
+) -> Result<BdfSolution, OdeError> {
+    let mut stepper = start(model, system, t0, y0, t_eval, options)?;
     let y = march(
         &mut stepper,
         t_eval,
@@ -605,6 +636,7 @@ pub fn integrate<S: StiffSystem + ?Sized>(
 /// Checks the arguments of an integration and sets its first step up: the differences
 /// `y0` and `h f(t0, y0)`, the Jacobian at the start.
 fn start<'s, S: StiffSystem + ?Sized>(
+    model: Option<&'s Comm<'s>>,
     system: &'s S,
     t0: f64,
     y0: &[f64],
@@ -642,7 +674,7 @@ fn start<'s, S: StiffSystem + ?Sized>(
             pattern.cols()
         ));
     }
-    let matrix = IterationMatrix::new(&pattern)?;
+    let matrix = IterationMatrix::new(&pattern, model)?;
     let mut stepper = Stepper {
         system,
         options: *options,

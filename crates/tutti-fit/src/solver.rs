@@ -60,6 +60,14 @@ pub struct FitOptions {
     /// components the bounds leave free. The covariance is still that of the unconstrained
     /// problem at the solution (as scipy's `curve_fit` reports it).
     pub bounds: Option<Bounds>,
+    /// The devices each experiment runs on together (the model axis of a data x model
+    /// mesh); default 1. The fit's ranks are split into consecutive groups of this many
+    /// (ranks `g k .. g k + k` form model group `g`), each group evaluates its share of the
+    /// experiments through [`Experiment::evaluate_on`] on its own sub-group, one experiment
+    /// at a time, and the groups split the experiments as single devices do. Must divide
+    /// the device count. The result does not depend on the mesh when the experiments'
+    /// `evaluate_on` gives the same bits on any model group (the Brusselator's does).
+    pub model_devices: usize,
 }
 
 impl Default for FitOptions {
@@ -74,6 +82,7 @@ impl Default for FitOptions {
             progress: None,
             resources: Resources::default(),
             bounds: None,
+            model_devices: 1,
         }
     }
 }
@@ -100,6 +109,13 @@ impl FitOptions {
     /// These options with bounds on the parameters (see [`FitOptions::bounds`]).
     pub fn with_bounds(mut self, bounds: Bounds) -> Self {
         self.bounds = Some(bounds);
+        self
+    }
+
+    /// These options with `devices` devices per experiment (see
+    /// [`FitOptions::model_devices`]).
+    pub fn with_model_devices(mut self, devices: usize) -> Self {
+        self.model_devices = devices;
         self
     }
 
@@ -152,15 +168,19 @@ pub struct FitReport {
     pub covariance_rank: usize,
     /// The number of residuals over all experiments.
     pub residual_count: usize,
-    /// The devices (ranks) the experiments were split over.
+    /// The devices (ranks) the fit ran on.
     pub devices: usize,
-    /// The modelled makespan (largest per-rank cost) of the starting assignment.
+    /// The devices each experiment ran on together (the model axis):
+    /// `devices / model_devices` model groups split the experiments.
+    pub model_devices: usize,
+    /// The modelled makespan (largest per-group cost) of the starting assignment.
     pub makespan_initial: f64,
     /// The modelled makespan of the final assignment, with the same costs.
     pub makespan_final: f64,
-    /// How many times experiments moved between ranks.
+    /// How many times experiments moved between model groups.
     pub rebalances: usize,
-    /// The final assignment: `assignment[e]` is the rank of experiment `e`.
+    /// The final assignment: `assignment[e]` is the model group of experiment `e` (its
+    /// rank when each experiment runs on one device).
     pub assignment: Vec<usize>,
     /// Seconds rank 0 spent evaluating its experiments, over all evaluations.
     pub evaluation_seconds: f64,
@@ -284,31 +304,44 @@ fn record_width(n: usize) -> usize {
     HEADER + n + 2 * packed_len(n)
 }
 
-/// One experiment's record: evaluates it and forms its contributions.
+/// One experiment's record: evaluates it (with its model group, when it has one) and forms
+/// its contributions. Only a model group's collective can fail; with one, every member
+/// agrees whether the buffers were reserved before the experiment's collective evaluation.
 fn evaluate_one<E: Experiment>(
     experiment: &E,
     index: usize,
     parameters: &[f64],
-) -> (Vec<f64>, Option<String>) {
+    model: Option<&Comm<'_>>,
+) -> Result<(Vec<f64>, Option<String>), FitError> {
     let n = parameters.len();
     let m = experiment.residual_count();
     let mut record = vec![0.0; record_width(n)];
     record[0] = index as f64;
-    let buffers = try_zeros(m).zip(m.checked_mul(n).and_then(try_zeros));
+    let mut buffers = try_zeros(m).zip(m.checked_mul(n).and_then(try_zeros));
+    if let Some(model) = model {
+        let mut missing = [u64::from(buffers.is_none())];
+        model.allreduce_sum(&mut missing)?;
+        if missing[0] > 0 {
+            buffers = None;
+        }
+    }
     let Some((mut residuals, mut jacobian)) = buffers else {
         record[1] = OUT_OF_MEMORY;
-        return (record, None);
+        return Ok((record, None));
     };
     let started = Instant::now();
-    let outcome = experiment.evaluate(parameters, &mut residuals, &mut jacobian);
+    let outcome = match model {
+        Some(model) => experiment.evaluate_on(model, parameters, &mut residuals, &mut jacobian),
+        None => experiment.evaluate(parameters, &mut residuals, &mut jacobian),
+    };
     record[2] = started.elapsed().as_secs_f64();
     if let Err(message) = outcome {
         record[1] = FAILED;
-        return (record, Some(message));
+        return Ok((record, Some(message)));
     }
     if !residuals.iter().chain(&jacobian).all(|x| x.is_finite()) {
         record[1] = NON_FINITE;
-        return (record, None);
+        return Ok((record, None));
     }
     record[1] = OK;
     record[3] = 0.5 * residuals.iter().map(|r| r * r).sum::<f64>();
@@ -331,13 +364,49 @@ fn evaluate_one<E: Experiment>(
         MatMut::from_row_major_slice_mut(&mut jacobian, m, n),
         triangle,
     );
-    (record, None)
+    Ok((record, None))
 }
 
-/// Evaluates this rank's experiments (in its device's thread pool), exchanges the records,
-/// and sums them in experiment order.
+/// Where a rank sits in the (data x model) mesh of a fit.
+struct Mesh<'c> {
+    /// This rank's model group, `0..groups`: the data axis.
+    group: usize,
+    /// The model groups.
+    groups: usize,
+    /// This rank's model group's handle, when experiments span several devices.
+    model: Option<Comm<'c>>,
+}
+
+impl<'c> Mesh<'c> {
+    /// Splits `comm` into model groups of `model_devices` consecutive ranks.
+    fn split(comm: &'c Comm<'_>, model_devices: usize) -> Result<Self, FitError> {
+        let model_devices = model_devices.max(1);
+        let group = comm.rank() / model_devices;
+        let groups = comm.size() / model_devices;
+        let model = if model_devices > 1 {
+            Some(comm.split(group, comm.rank() % model_devices)?)
+        } else {
+            None
+        };
+        Ok(Self {
+            group,
+            groups,
+            model,
+        })
+    }
+
+    /// Whether this rank contributes its group's records: the model group's first rank.
+    fn reports(&self) -> bool {
+        self.model.as_ref().is_none_or(|model| model.rank() == 0)
+    }
+}
+
+/// Evaluates this rank's model group's experiments (single-device experiments in parallel in
+/// the device's thread pool; a model group's one at a time, on all its ranks together),
+/// exchanges the records, and sums them in experiment order.
 fn evaluate_all<E: Experiment>(
     comm: &Comm<'_>,
+    mesh: &Mesh<'_>,
     experiments: &[E],
     assignment: &[usize],
     parameters: &[f64],
@@ -345,15 +414,25 @@ fn evaluate_all<E: Experiment>(
     let n = parameters.len();
     let width = record_width(n);
     let mine: Vec<usize> = (0..experiments.len())
-        .filter(|&e| assignment[e] == comm.rank())
+        .filter(|&e| assignment[e] == mesh.group)
         .collect();
-    let pool = comm.device().thread_pool()?;
     let started = Instant::now();
-    let local: Vec<(Vec<f64>, Option<String>)> = pool.install(|| {
-        mine.par_iter()
-            .map(|&e| evaluate_one(&experiments[e], e, parameters))
-            .collect()
-    });
+    let local: Vec<(Vec<f64>, Option<String>)> = match &mesh.model {
+        Some(model) => mine
+            .iter()
+            .map(|&e| evaluate_one(&experiments[e], e, parameters, Some(model)))
+            .collect::<Result<_, _>>()?,
+        None => {
+            let pool = comm.device().thread_pool()?;
+            pool.install(|| {
+                mine.par_iter()
+                    .map(|&e| evaluate_one(&experiments[e], e, parameters, None))
+                    .collect::<Result<_, _>>()
+            })?
+        }
+    };
+    // The other ranks of a model group computed the same records: only the first sends.
+    let local = if mesh.reports() { local } else { Vec::new() };
     let evaluating = started.elapsed().as_secs_f64();
     let started = Instant::now();
     let mut flat = Vec::with_capacity(local.len() * width);
@@ -500,6 +579,7 @@ pub fn fit_on<E: Experiment>(
 ) -> Result<FitReport, FitError> {
     // A failure before the run releases the other processes of a spanning group.
     group.before_run(check_start(experiments, initial, options).and_then(|()| {
+        check_mesh(group, options.model_devices)?;
         plan_on(
             group.devices(),
             experiments,
@@ -512,6 +592,31 @@ pub fn fit_on<E: Experiment>(
         .into_iter()
         .next()
         .ok_or_else(|| FitError::Group("the group returned no result".into()))
+}
+
+/// Refuses a model axis that does not divide the devices, or spans processes (sub-groups
+/// are in-process only, today).
+fn check_mesh(group: &Group, model_devices: usize) -> Result<(), FitError> {
+    let devices = group.size();
+    if model_devices > 1 && group.is_spanning() {
+        return Err(FitError::invalid(
+            "model_devices",
+            format!(
+                "{model_devices} devices per experiment on a group spanning processes: the \
+                 model axis runs within one process only, for now"
+            ),
+        ));
+    }
+    if model_devices == 0 || !devices.is_multiple_of(model_devices) {
+        return Err(FitError::invalid(
+            "model_devices",
+            format!(
+                "{model_devices} device(s) per experiment do not divide the {devices} \
+                 device(s) of the fit into model groups"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// The memory plan of a fit of `parameters` parameters to `experiments` under
@@ -619,11 +724,12 @@ fn solve<E: Experiment>(
     options: &FitOptions,
 ) -> Result<FitReport, FitError> {
     let n = initial.len();
-    let ranks = comm.size();
+    let mesh = Mesh::split(comm, options.model_devices)?;
+    let ranks = mesh.groups;
     let balance = options.balance_steps.unwrap_or(experiments.len() > ranks);
     let mut assignment = block_assignment(experiments.len(), ranks);
     let mut parameters = initial.to_vec();
-    let mut current = evaluate_all(comm, experiments, &assignment, &parameters)?;
+    let mut current = evaluate_all(comm, &mesh, experiments, &assignment, &parameters)?;
     let mut evaluations = 1;
     let mut timing = current.timing;
     if let Some((index, message)) = current.failure.take() {
@@ -714,7 +820,7 @@ fn solve<E: Experiment>(
                 *s = trial - p;
             }
         }
-        let mut trial = evaluate_all(comm, experiments, &assignment, &trial_parameters)?;
+        let mut trial = evaluate_all(comm, &mesh, experiments, &assignment, &trial_parameters)?;
         evaluations += 1;
         timing.0 += trial.timing.0;
         timing.1 += trial.timing.1;
@@ -810,7 +916,8 @@ fn solve<E: Experiment>(
             .iter()
             .map(Experiment::residual_count)
             .fold(0, usize::saturating_add),
-        devices: ranks,
+        devices: comm.size(),
+        model_devices: options.model_devices.max(1),
         makespan_initial,
         makespan_final: makespan(&costs, &assignment, ranks),
         rebalances,

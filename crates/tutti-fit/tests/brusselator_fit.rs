@@ -7,12 +7,24 @@ use tutti_backend::Resources;
 use tutti_fit::brusselator::{
     synthetic_experiments, SyntheticSetup, START_PARAMETERS as START, TRUE_PARAMETERS,
 };
-use tutti_fit::{fit, FitOptions, FitReport};
+use tutti_fit::{fit, FitError, FitOptions, FitReport};
 
 fn fit_on(devices: usize, max_iterations: usize) -> FitReport {
-    let experiments = synthetic_experiments(&SyntheticSetup::default()).expect("data");
+    fit_on_mesh(&SyntheticSetup::default(), devices, 1, max_iterations)
+}
+
+/// A fit of `setup`'s experiments on `devices` simulated devices, `model_devices` per
+/// experiment.
+fn fit_on_mesh(
+    setup: &SyntheticSetup,
+    devices: usize,
+    model_devices: usize,
+    max_iterations: usize,
+) -> FitReport {
+    let experiments = synthetic_experiments(setup).expect("data");
     let mut options = FitOptions::default()
         .with_resources(Resources::cpu(devices))
+        .with_model_devices(model_devices)
         .with_max_iterations(max_iterations);
     // The integrator's rtol 1e-6 leaves the cost uncertain in about its 5th digit: stop when
     // steps no longer change it or the parameters at that level (as `tutti fit brusselator`).
@@ -52,13 +64,45 @@ fn the_fit_recovers_a_b_and_alpha_within_their_standard_errors() {
 }
 
 #[test]
-fn the_iterates_are_the_same_bits_on_one_and_two_devices() {
-    let one = fit_on(1, 3);
-    let two = fit_on(2, 3);
-    assert_eq!(one.parameters, two.parameters);
-    assert_eq!(one.cost.to_bits(), two.cost.to_bits());
-    assert_eq!(one.covariance, two.covariance);
-    assert_eq!(two.devices, 2);
+fn the_iterates_are_the_same_bits_on_every_data_x_model_mesh() {
+    // (data x model) = 1 x 1, 2 x 1, 1 x 2, 2 x 2: the experiments split over the data axis
+    // are summed in experiment order, and each Newton matrix split over the model axis is
+    // factored with the same bits as on one device.
+    // A 6 x 6 grid and 2 experiments keep it quick: the split factorization of a grid this
+    // small is all messages (a 1 x 2 mesh took 6x a 1 x 1 one on 8 x 8).
+    let setup = SyntheticSetup {
+        n: 6,
+        experiments: 2,
+        ..SyntheticSetup::default()
+    };
+    let reference = fit_on_mesh(&setup, 1, 1, 3);
     // Three iterations from START already moved the parameters towards the data.
-    assert_ne!(one.parameters, START.to_vec());
+    assert_ne!(reference.parameters, START.to_vec());
+    for (devices, model_devices) in [(2, 1), (2, 2), (4, 2)] {
+        let report = fit_on_mesh(&setup, devices, model_devices, 3);
+        let mesh = format!("{} x {model_devices}", devices / model_devices);
+        assert_eq!(report.parameters, reference.parameters, "{mesh}");
+        assert_eq!(report.cost.to_bits(), reference.cost.to_bits(), "{mesh}");
+        assert_eq!(report.covariance, reference.covariance, "{mesh}");
+        assert_eq!(report.iterations, reference.iterations, "{mesh}");
+        assert_eq!(
+            (report.devices, report.model_devices),
+            (devices, model_devices)
+        );
+    }
+}
+
+#[test]
+fn a_model_axis_that_does_not_divide_the_devices_is_refused() {
+    let experiments = synthetic_experiments(&SyntheticSetup::default()).expect("data");
+    for model_devices in [0, 2] {
+        let options = FitOptions::default()
+            .with_resources(Resources::cpu(3))
+            .with_model_devices(model_devices);
+        let err = fit(&experiments, &START, &options).unwrap_err();
+        assert!(
+            matches!(err, FitError::InvalidArgument { .. }) && err.to_string().contains("model"),
+            "{err}"
+        );
+    }
 }

@@ -41,6 +41,11 @@ pub struct BrusselatorArgs {
     /// Most iterations of the fit.
     #[arg(long, default_value_t = 40)]
     max_iterations: usize,
+    /// Devices each experiment runs on together (the model axis of a data x model mesh):
+    /// its Newton matrices are factored split among them. Must divide the device count;
+    /// within one process only.
+    #[arg(long, default_value_t = 1)]
+    model_devices: usize,
     /// The devices the experiments are split over.
     #[command(flatten)]
     devices: DeviceArgs,
@@ -49,9 +54,15 @@ pub struct BrusselatorArgs {
 impl BrusselatorArgs {
     /// The synthetic setup these options describe, or what is wrong with them.
     fn setup(&self) -> Result<SyntheticSetup, Failure> {
-        if self.n < 3 || self.experiments == 0 || self.stride == 0 || self.max_iterations == 0 {
+        if self.n < 3
+            || self.experiments == 0
+            || self.stride == 0
+            || self.max_iterations == 0
+            || self.model_devices == 0
+        {
             return Err(Failure::input(
-                "--n must be at least 3 and --experiments, --stride, --max-iterations at least 1",
+                "--n must be at least 3 and --experiments, --stride, --max-iterations, \
+                 --model-devices at least 1",
             ));
         }
         if !(self.noise.is_finite() && self.noise > 0.0) {
@@ -85,7 +96,8 @@ pub fn run(args: &BrusselatorArgs, processes: &Processes, json: bool) -> Result<
     let experiments = synthetic_experiments(&setup)?;
     let mut options = FitOptions::default()
         .with_resources(resources)
-        .with_max_iterations(args.max_iterations);
+        .with_max_iterations(args.max_iterations)
+        .with_model_devices(args.model_devices);
     // The integrator's error makes the cost uncertain from about rtol * 10 relative on: stop
     // when a step no longer changes the cost or the parameters at that level.
     options.cost_tolerance = (10.0 * args.rtol).min(1e-3);
@@ -105,6 +117,7 @@ pub fn run(args: &BrusselatorArgs, processes: &Processes, json: bool) -> Result<
             "seed": args.seed,
             "rtol": args.rtol,
             "max_iterations": args.max_iterations,
+            "model_devices": args.model_devices,
             "resources": args.devices.to_json(),
         });
         fields["parameter_names"] = json!(["A", "B", "alpha"]);
@@ -113,8 +126,18 @@ pub fn run(args: &BrusselatorArgs, processes: &Processes, json: bool) -> Result<
         print_json("fit brusselator", started, fields);
         return Ok(());
     }
+    let mesh = if report.model_devices > 1 {
+        format!(
+            " ({} x {} data x model)",
+            report.devices / report.model_devices,
+            report.model_devices
+        )
+    } else {
+        String::new()
+    };
     let title = format!(
-        "fit: Brusselator {n} x {n}, A, B, alpha from {} experiment(s), {} residuals, {} device(s)",
+        "fit: Brusselator {n} x {n}, A, B, alpha from {} experiment(s), {} residuals, \
+         {} device(s){mesh}",
         args.experiments,
         report.residual_count,
         report.devices,

@@ -1,17 +1,30 @@
 //! The Newton iteration matrix `I - c J` of a stiff system, on a sparse pattern analysed once
 //! (the Jacobian's pattern with the diagonal added) and factored by `tutti-sparse` whenever
 //! `c` or `J` changes: the numeric phase only, what an implicit integrator needs.
+//! Given a model group, the factorization and every solve are split among its ranks
+//! ([`tutti_sparse::factor_on`]), with the same bits as on one.
 
 use std::sync::Arc;
 
+use tutti_group::Comm;
 use tutti_sparse::{
-    analyse, CsrMatrix, FactorOptions, Factorization, OrderingMethod, SolveOptions, Symbolic,
+    analyse, factor_on, solve_on, CsrMatrix, FactorOptions, Factorization, OrderingMethod,
+    RankFactors, SolveOptions, Symbolic,
 };
 
 use super::OdeError;
 
+/// The factors of `I - c J`: whole on this rank, or this rank's part of a split over a
+/// model group.
+enum Factors<'c> {
+    Whole(Factorization),
+    Split(RankFactors, &'c Comm<'c>),
+}
+
 /// `I - c J` for the Jacobian pattern of one system.
-pub(super) struct IterationMatrix {
+pub(super) struct IterationMatrix<'c> {
+    /// The model group the factorization is split over, if any.
+    model: Option<&'c Comm<'c>>,
     /// The pattern of `I - c J` (zero values), analysed once.
     pattern: CsrMatrix,
     symbolic: Arc<Symbolic>,
@@ -20,14 +33,16 @@ pub(super) struct IterationMatrix {
     /// Where each diagonal entry is in `pattern`'s values.
     diagonal_slots: Vec<usize>,
     /// The factors of the last `I - c J`, if any.
-    lu: Option<Factorization>,
+    lu: Option<Factors<'c>>,
     /// Factorizations so far.
     pub factorizations: usize,
 }
 
-impl IterationMatrix {
-    /// Analyses the pattern of `I - c J` for a Jacobian of pattern `jacobian` (n x n).
-    pub fn new(jacobian: &CsrMatrix) -> Result<Self, OdeError> {
+impl<'c> IterationMatrix<'c> {
+    /// Analyses the pattern of `I - c J` for a Jacobian of pattern `jacobian` (n x n), to be
+    /// factored on this rank alone or split over `model` (every rank of it then makes the
+    /// same calls).
+    pub fn new(jacobian: &CsrMatrix, model: Option<&'c Comm<'c>>) -> Result<Self, OdeError> {
         let n = jacobian.rows();
         let mut triplets: Vec<(usize, usize, f64)> = Vec::new();
         triplets
@@ -63,6 +78,7 @@ impl IterationMatrix {
         let diagonal_slots = (0..n).map(|i| slot(i, i)).collect::<Result<_, _>>()?;
         let symbolic = analyse(&pattern, &OrderingMethod::default())?;
         Ok(Self {
+            model,
             pattern,
             symbolic,
             jacobian_slots,
@@ -75,6 +91,7 @@ impl IterationMatrix {
     /// A second matrix on the same analysed pattern, without factors.
     pub fn sibling(&self) -> Self {
         Self {
+            model: self.model,
             pattern: self.pattern.clone(),
             symbolic: Arc::clone(&self.symbolic),
             jacobian_slots: self.jacobian_slots.clone(),
@@ -104,11 +121,12 @@ impl IterationMatrix {
             values[slot] += 1.0;
         }
         let matrix = self.pattern.with_values(values)?;
-        self.lu = Some(Factorization::new(
-            Arc::clone(&self.symbolic),
-            &matrix,
-            FactorOptions::default(),
-        )?);
+        let symbolic = Arc::clone(&self.symbolic);
+        let options = FactorOptions::default();
+        self.lu = Some(match self.model {
+            Some(model) => Factors::Split(factor_on(model, symbolic, &matrix, options)?, model),
+            None => Factors::Whole(Factorization::new(symbolic, &matrix, options)?),
+        });
         self.factorizations += 1;
         Ok(())
     }
@@ -123,7 +141,10 @@ impl IterationMatrix {
             max_refinements: 0,
             ..SolveOptions::default()
         };
-        lu.solve_in_place(b, 1, &options)?;
+        match lu {
+            Factors::Split(part, model) => solve_on(model, part, b, 1, &options)?,
+            Factors::Whole(lu) => lu.solve_in_place(b, 1, &options)?,
+        };
         Ok(())
     }
 }

@@ -12,6 +12,7 @@
 //! those of [`super::integrate`]: the sensitivities do not enter the error test, so the
 //! state comes out the same bits with or without them.
 
+use tutti_group::Comm;
 use tutti_sparse::CsrMatrix;
 
 use super::{
@@ -55,7 +56,7 @@ pub struct SensitivitySolution {
 }
 
 /// The sensitivities carried along an integration.
-pub(super) struct Sensitivity {
+pub(super) struct Sensitivity<'c> {
     /// The backward differences of each sensitivity (per parameter, `MAX_ORDER + 3` rows of
     /// `n`), rescaled with the state's.
     pub(super) differences: Vec<Vec<Vec<f64>>>,
@@ -65,10 +66,10 @@ pub(super) struct Sensitivity {
     /// `df/dp` at the last accepted state, column by column.
     parameter_derivatives: Vec<f64>,
     /// `I - c J` at the accepted state, factored when the iteration does not converge.
-    exact: Option<IterationMatrix>,
+    exact: Option<IterationMatrix<'c>>,
 }
 
-impl Sensitivity {
+impl Sensitivity<'_> {
     /// `out = J s + df/dp_k` at the last evaluated state.
     fn sensitivity_rhs(&self, k: usize, s: &[f64], out: &mut [f64]) {
         let n = s.len();
@@ -90,7 +91,7 @@ impl<S: ParametricSystem + ?Sized> Stepper<'_, S> {
     /// Evaluates the Jacobian and `df/dp` at `(t, y)` into the sensitivity state.
     fn evaluate_derivatives(
         &mut self,
-        sensitivity: &mut Sensitivity,
+        sensitivity: &mut Sensitivity<'_>,
         t: f64,
         y: &[f64],
     ) -> Result<(), OdeError> {
@@ -138,7 +139,7 @@ impl<S: ParametricSystem + ?Sized> Stepper<'_, S> {
                 .predict(&sensitivity.differences[k], order);
             let scale = self.scale(&predicted);
             // The corrector d solves d - c (J (predicted + d) + df/dp_k) + psi = 0.
-            let residual = |sensitivity: &Sensitivity, d: &[f64]| -> Vec<f64> {
+            let residual = |sensitivity: &Sensitivity<'_>, d: &[f64]| -> Vec<f64> {
                 let s: Vec<f64> = predicted.iter().zip(d).map(|(p, d)| p + d).collect();
                 let mut rate = vec![0.0; n];
                 sensitivity.sensitivity_rhs(k, &s, &mut rate);
@@ -225,6 +226,36 @@ pub fn integrate_sensitivities<S: ParametricSystem + ?Sized>(
     t_eval: &[f64],
     options: &BdfOptions,
 ) -> Result<SensitivitySolution, OdeError> {
+    integrate_sensitivities_with(None, system, t0, y0, s0, t_eval, options)
+}
+
+/// [`integrate_sensitivities`] on every rank of a model group together, the Newton and
+/// sensitivity matrices factored and solved split among `model`'s ranks (see
+/// [`super::integrate_on`]): the same solution and sensitivities on every rank, bitwise
+/// those of [`integrate_sensitivities`] on one rank, or the same error.
+///
+/// Errors: those of [`integrate_sensitivities`]; a collective's error.
+pub fn integrate_sensitivities_on<S: ParametricSystem + ?Sized>(
+    model: &Comm<'_>,
+    system: &S,
+    t0: f64,
+    y0: &[f64],
+    s0: &[f64],
+    t_eval: &[f64],
+    options: &BdfOptions,
+) -> Result<SensitivitySolution, OdeError> {
+    integrate_sensitivities_with(Some(model), system, t0, y0, s0, t_eval, options)
+}
+
+fn integrate_sensitivities_with<S: ParametricSystem + ?Sized>(
+    model: Option<&Comm<'_>>,
+    system: &S,
+    t0: f64,
+    y0: &[f64],
+    s0: &[f64],
+    t_eval: &[f64],
+    options: &BdfOptions,
+) -> Result<SensitivitySolution, OdeError> {
     let n = system.dimension();
     let parameters = system.parameters();
     let entries = n
@@ -245,7 +276,7 @@ pub fn integrate_sensitivities<S: ParametricSystem + ?Sized>(
             detail: format!("s0 holds {bad}"),
         });
     }
-    let mut stepper = start(system, t0, y0, t_eval, options)?;
+    let mut stepper = start(model, system, t0, y0, t_eval, options)?;
     let pattern = system.jacobian_pattern();
     let mut sensitivity = Sensitivity {
         differences: Vec::with_capacity(parameters),

@@ -7,8 +7,10 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Normal};
 
+use tutti_group::Comm;
+
 use super::Brusselator;
-use crate::bdf::{integrate_sensitivities, BdfOptions};
+use crate::bdf::{integrate_sensitivities, integrate_sensitivities_on, BdfOptions};
 use crate::Experiment;
 
 /// The parameters the synthetic data are made with: `A`, `B`, `alpha` (the tutorial's).
@@ -47,6 +49,24 @@ impl BrusselatorExperiment {
     /// The observed unknowns at the observation times and their sensitivities to `A`, `B`,
     /// `alpha`: `(values[t * m + o], sensitivities[(t * m + o) * 3 + k])`, `m` observed.
     pub fn simulate(&self, parameters: &[f64]) -> Result<(Vec<f64>, Vec<f64>), String> {
+        self.simulate_with(None, parameters)
+    }
+
+    /// [`BrusselatorExperiment::simulate`] on every rank of a model group together, each
+    /// sparse factorization split among its ranks: the same bits as on one rank.
+    pub fn simulate_on(
+        &self,
+        model: &Comm<'_>,
+        parameters: &[f64],
+    ) -> Result<(Vec<f64>, Vec<f64>), String> {
+        self.simulate_with(Some(model), parameters)
+    }
+
+    fn simulate_with(
+        &self,
+        group: Option<&Comm<'_>>,
+        parameters: &[f64],
+    ) -> Result<(Vec<f64>, Vec<f64>), String> {
         let &[a, b, alpha] = parameters else {
             return Err(format!(
                 "the Brusselator has 3 parameters (A, B, alpha), not {}",
@@ -57,9 +77,12 @@ impl BrusselatorExperiment {
         (model.a, model.b, model.alpha) = (a, b, alpha);
         let n = self.initial.len();
         let s0 = vec![0.0; 3 * n];
-        let solution =
-            integrate_sensitivities(&model, 0.0, &self.initial, &s0, &self.times, &self.options)
-                .map_err(|err| format!("A = {a}, B = {b}, alpha = {alpha}: {err}"))?;
+        let (y0, times, options) = (&self.initial, &self.times, &self.options);
+        let solution = match group {
+            Some(group) => integrate_sensitivities_on(group, &model, 0.0, y0, &s0, times, options),
+            None => integrate_sensitivities(&model, 0.0, y0, &s0, times, options),
+        }
+        .map_err(|err| format!("A = {a}, B = {b}, alpha = {alpha}: {err}"))?;
         let m = self.observed.len();
         let mut values = Vec::with_capacity(self.times.len() * m);
         let mut sensitivities = Vec::with_capacity(self.times.len() * m * 3);
@@ -84,19 +107,43 @@ impl Experiment for BrusselatorExperiment {
         residuals: &mut [f64],
         jacobian: &mut [f64],
     ) -> Result<(), String> {
-        let (values, sensitivities) = self.simulate(parameters)?;
-        for (row, (value, datum)) in values.iter().zip(&self.data).enumerate() {
-            residuals[row] = (value - datum) / self.sigma;
-        }
-        for (entry, sensitivity) in jacobian.iter_mut().zip(&sensitivities) {
-            *entry = sensitivity / self.sigma;
-        }
+        let simulated = self.simulate(parameters)?;
+        self.fill(simulated, residuals, jacobian);
+        Ok(())
+    }
+
+    fn evaluate_on(
+        &self,
+        model: &Comm<'_>,
+        parameters: &[f64],
+        residuals: &mut [f64],
+        jacobian: &mut [f64],
+    ) -> Result<(), String> {
+        let simulated = self.simulate_on(model, parameters)?;
+        self.fill(simulated, residuals, jacobian);
         Ok(())
     }
 
     fn cost_estimate(&self) -> Option<f64> {
         // Every experiment integrates the same grid over the same times.
         Some(1.0)
+    }
+}
+
+impl BrusselatorExperiment {
+    /// The weighted residuals and Jacobian from simulated values and sensitivities.
+    fn fill(
+        &self,
+        (values, sensitivities): (Vec<f64>, Vec<f64>),
+        residuals: &mut [f64],
+        jacobian: &mut [f64],
+    ) {
+        for (row, (value, datum)) in values.iter().zip(&self.data).enumerate() {
+            residuals[row] = (value - datum) / self.sigma;
+        }
+        for (entry, sensitivity) in jacobian.iter_mut().zip(&sensitivities) {
+            *entry = sensitivity / self.sigma;
+        }
     }
 }
 
