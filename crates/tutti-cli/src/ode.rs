@@ -1,13 +1,14 @@
 //! `tutti ode`: stiff systems integrated by `tutti_fit::bdf` (variable-order BDF, Newton
-//! iterations against a `tutti-sparse` factorization). One built-in model so far: the 2-D
-//! Brusselator of DifferentialEquations.jl's stiff tutorial.
+//! iterations against a `tutti-sparse` factorization). One built-in model so far: the
+//! Brusselator of DifferentialEquations.jl's stiff tutorial, in 2-D (the tutorial's) or 3-D
+//! (`--dims 3`: the 7-point Laplacian, the forcing on a ball).
 
 use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::{Args, Subcommand};
 use serde_json::json;
-use tutti_fit::bdf::{integrate, BdfOptions, BdfStatistics, OdeError};
+use tutti_fit::bdf::{integrate, BdfOptions, BdfStatistics, OdeError, StiffSystem};
 use tutti_fit::brusselator::Brusselator;
 use tutti_plan::npy;
 
@@ -23,17 +24,21 @@ pub struct OdeArgs {
 
 #[derive(Subcommand)]
 enum OdeCommand {
-    /// The 2-D Brusselator (alpha = 10, periodic unit square, the forcing disc switched on
-    /// at t >= 1.1) from t = 0 to `--t-end`.
+    /// The Brusselator (alpha = 10, periodic unit square or cube, the forcing disc or ball
+    /// switched on at t >= 1.1) from t = 0 to `--t-end`.
     Brusselator(BrusselatorArgs),
 }
 
 /// Options of `tutti ode brusselator`.
 #[derive(Args)]
 struct BrusselatorArgs {
-    /// Grid points per axis (at least 3): 2 N^2 unknowns.
+    /// Grid points per axis (at least 3): 2 N^DIMS unknowns.
     #[arg(long, default_value_t = 32)]
     n: usize,
+    /// Space dimensions: 2 (the tutorial's N x N problem) or 3 (N x N x N, the 7-point
+    /// Laplacian, the forcing on a ball).
+    #[arg(long, default_value_t = 2)]
+    dims: usize,
     /// The end time.
     #[arg(long, default_value_t = 11.5)]
     t_end: f64,
@@ -43,7 +48,8 @@ struct BrusselatorArgs {
     /// Absolute tolerance.
     #[arg(long, default_value_t = 1e-9)]
     atol: f64,
-    /// Write `u.npy` and `v.npy` (N x N, row j = y index) at `--t-end` into this directory.
+    /// Write `u.npy` and `v.npy` at `--t-end` into this directory: N x N (axis 0 the y
+    /// index, axis 1 the x index) in 2-D, N x N x N (z, y, x) in 3-D.
     #[arg(long)]
     out: Option<PathBuf>,
 }
@@ -72,16 +78,30 @@ fn run_brusselator(args: &BrusselatorArgs, json: bool) -> Result<(), Failure> {
             args.t_end
         )));
     }
-    let model = Brusselator::new(args.n).map_err(|e| Failure::input(format!("`--n`: {e}")))?;
+    if !matches!(args.dims, 2 | 3) {
+        return Err(Failure::input(format!(
+            "`--dims` is {}: the Brusselator is built in 2 or 3 dimensions",
+            args.dims
+        )));
+    }
+    let model = Brusselator::with_dims(args.n, args.dims)
+        .map_err(|e| Failure::input(format!("`--n`: {e}")))?;
+    let unknowns = model.dimension();
+    // The state files' shape, slowest axis first: (y, x) or (z, y, x).
+    let shape = vec![args.n; args.dims];
+    let grid = shape
+        .iter()
+        .map(usize::to_string)
+        .collect::<Vec<_>>()
+        .join(" x ");
     let options = BdfOptions {
         rtol: args.rtol,
         atol: args.atol,
         ..BdfOptions::default()
     };
     log::info!(
-        "integrating the Brusselator on {0} x {0} ({1} unknowns) to t = {2}",
-        args.n,
-        2 * args.n * args.n,
+        "integrating the {}-D Brusselator on {grid} ({unknowns} unknowns) to t = {}",
+        args.dims,
         args.t_end
     );
     let integrated = Instant::now();
@@ -93,9 +113,9 @@ fn run_brusselator(args: &BrusselatorArgs, json: bool) -> Result<(), Failure> {
         std::fs::create_dir_all(dir).map_err(|e| {
             Failure::computation(format!("creating {}: {e}", dir.display())).in_output()
         })?;
-        let shape = [args.n as u64, args.n as u64];
+        let npy_shape: Vec<u64> = shape.iter().map(|&extent| extent as u64).collect();
         for (name, values) in [("u.npy", &u), ("v.npy", &v)] {
-            npy::write_f64(dir.join(name), &shape, values)
+            npy::write_f64(dir.join(name), &npy_shape, values)
                 .map_err(|e| Failure::computation(e.to_string()).in_output())?;
         }
     }
@@ -106,24 +126,22 @@ fn run_brusselator(args: &BrusselatorArgs, json: bool) -> Result<(), Failure> {
             "ode brusselator",
             started,
             json!({
-                "inputs": { "n": args.n, "t_end": args.t_end, "rtol": args.rtol, "atol": args.atol, "out": args.out },
-                "unknowns": 2 * args.n * args.n,
+                "inputs": { "n": args.n, "dims": args.dims, "t_end": args.t_end, "rtol": args.rtol, "atol": args.atol, "out": args.out },
+                "dims": args.dims,
+                "grid": shape,
+                "unknowns": unknowns,
                 "integration_seconds": seconds,
                 "statistics": statistics_json(&stats),
                 "mean_u": mean(&u),
                 "mean_v": mean(&v),
-                "outputs": args.out.as_ref().map(|d| json!({ "u": d.join("u.npy"), "v": d.join("v.npy") })),
+                "outputs": args.out.as_ref().map(|d| json!({ "u": d.join("u.npy"), "v": d.join("v.npy"), "shape": shape })),
             }),
         );
         return Ok(());
     }
     println!(
-        "ode brusselator: {0} x {0} grid ({1} unknowns), t = 0 to {2}, rtol {3:e}, atol {4:e}",
-        args.n,
-        2 * args.n * args.n,
-        args.t_end,
-        args.rtol,
-        args.atol
+        "ode brusselator: {}-D, {grid} grid ({unknowns} unknowns), t = 0 to {}, rtol {:e}, atol {:e}",
+        args.dims, args.t_end, args.rtol, args.atol
     );
     println!(
         "steps:    {} accepted, {} error-test and {} Newton failures; orders 1-5: {:?}",

@@ -1,11 +1,11 @@
 //! `tutti ode brusselator` through the built binary: the report's counts, the state files
-//! against the library's own integration, and the exit status of bad input.
+//! against the library's own integration (2-D and 3-D), and the exit status of bad input.
 
 mod common;
 
 use common::{scratch, text, tutti};
 use serde_json::Value;
-use tutti_fit::bdf::{integrate, BdfOptions};
+use tutti_fit::bdf::{integrate, BdfOptions, StiffSystem};
 use tutti_fit::brusselator::Brusselator;
 
 #[test]
@@ -32,6 +32,9 @@ fn the_brusselator_writes_the_state_the_library_computes() {
     let report: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
     assert_eq!(report["command"], "ode brusselator", "{report}");
     assert_eq!(report["unknowns"], 72, "{report}");
+    assert_eq!(report["dims"], 2, "{report}");
+    assert_eq!(report["inputs"]["dims"], 2, "{report}");
+    assert_eq!(report["grid"], serde_json::json!([6, 6]), "{report}");
     let stats = &report["statistics"];
     let steps = stats["steps"].as_u64().expect("steps");
     let per_order: u64 = stats["steps_at_order"]
@@ -65,10 +68,87 @@ fn the_brusselator_writes_the_state_the_library_computes() {
 }
 
 #[test]
+fn the_3d_brusselator_reports_its_dimension_and_state() {
+    let dir = scratch("ode-brusselator-3d");
+    let out = tutti(&[
+        "--json",
+        "ode",
+        "brusselator",
+        "--dims",
+        "3",
+        "--n",
+        "4",
+        "--t-end",
+        "0.5",
+        "--out",
+        text(&dir),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    assert_eq!(report["command"], "ode brusselator", "{report}");
+    assert_eq!(report["dims"], 3, "{report}");
+    assert_eq!(report["inputs"]["dims"], 3, "{report}");
+    assert_eq!(report["inputs"]["n"], 4, "{report}");
+    assert_eq!(report["grid"], serde_json::json!([4, 4, 4]), "{report}");
+    assert_eq!(report["outputs"]["shape"], serde_json::json!([4, 4, 4]));
+    // 2 species at 4^3 points.
+    assert_eq!(report["unknowns"], 128, "{report}");
+    // The library's 3-D model with the same options gives the same bits: the means, the
+    // steps and the state files (z, y, x).
+    let model = Brusselator::with_dims(4, 3).expect("model");
+    assert_eq!(model.dimension(), 128);
+    let solution = integrate(
+        &model,
+        0.0,
+        &model.initial_state(),
+        &[0.5],
+        &BdfOptions::default(),
+    )
+    .expect("integrates");
+    let steps = report["statistics"]["steps"].as_u64().expect("steps");
+    assert_eq!(solution.statistics.steps as u64, steps);
+    let (u, v): (Vec<f64>, Vec<f64>) = solution.y[0].chunks(2).map(|p| (p[0], p[1])).unzip();
+    let mean = |w: &[f64]| w.iter().sum::<f64>() / w.len() as f64;
+    for (field, expected) in [("mean_u", mean(&u)), ("mean_v", mean(&v))] {
+        let got = report[field].as_f64().expect("a number");
+        assert_eq!(
+            got.to_bits(),
+            expected.to_bits(),
+            "{field}: {got} vs {expected}"
+        );
+        assert!(got > 0.0, "{field}: {got}");
+    }
+    let read = |name: &str| {
+        let (shape, values) = tutti_plan::npy::read_f64(dir.join(name)).expect("a state file");
+        assert_eq!(shape, [4, 4, 4]);
+        values
+    };
+    assert_eq!(read("u.npy"), u);
+    assert_eq!(read("v.npy"), v);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn bad_input_exits_with_2() {
     for (args, says) in [
         (vec!["ode", "brusselator", "--n", "2"], "at least 3 x 3"),
         (vec!["ode", "brusselator", "--t-end=-1"], "--t-end"),
+        (
+            vec!["ode", "brusselator", "--dims", "4", "--n", "4"],
+            "`--dims` is 4",
+        ),
+        (
+            vec!["ode", "brusselator", "--dims", "1", "--n", "4"],
+            "2 or 3 dimensions",
+        ),
+        (
+            vec!["ode", "brusselator", "--dims", "3", "--n", "2"],
+            "at least 3 x 3 x 3",
+        ),
         (
             vec!["ode", "brusselator", "--n", "4", "--rtol", "0"],
             "rtol",

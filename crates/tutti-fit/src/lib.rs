@@ -13,7 +13,7 @@
 //! - [`bdf`] integrates stiff systems (variable-order, variable-step BDF/NDF) with modified
 //!   Newton iterations against a sparse factorization from `tutti-sparse`, and carries
 //!   forward sensitivities to parameters along (staggered direct method);
-//!   [`brusselator`] is the stiff 2-D reaction-diffusion model it is tested and
+//!   [`brusselator`] is the stiff 2-D (and 3-D) reaction-diffusion model it is tested and
 //!   benchmarked on.
 //!
 //! This crate depends on the runtime (`tutti-backend`, `tutti-group`, `tutti-plan`) and the
