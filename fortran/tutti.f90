@@ -23,7 +23,8 @@
 !    NUL-terminated), optional arguments for what C accepts as NULL, and copies whatever
 !    tutti allocates into allocatable Fortran arrays or strings, releasing tutti's memory
 !    with the right function before it returns. Every wrapper that calls a status-returning
-!    function is a subroutine whose last argument is `status` (optional, intent(out)):
+!    function is a subroutine whose last argument is `status` (optional, intent(out); only
+!    tutti_fit_f's `lower` and `upper`, added later, come after it, by keyword):
 !    - present: it receives the C status (TUTTI_OK or a negative error) and the program goes
 !      on; tutti_last_error_f() gives the message until the thread's next tutti call;
 !    - absent: a failure prints "<wrapper>: <status name>: <tutti's message>" to error_unit
@@ -110,6 +111,13 @@ module tutti
     integer(c_int), parameter, public :: TUTTI_MAX_SIMULATED_DEVICES = 256
     ! TuttiResources%devices: every GPU, or one simulated device using all cores
     integer(c_int), parameter, public :: TUTTI_ALL_DEVICES = -1
+
+    ! tutti_fit_result_t%termination: why the fit stopped (the gradient, the step or the
+    ! cost tolerance was met, or the iteration limit reached: not converged).
+    integer(c_int), parameter, public :: TUTTI_TERMINATION_GRADIENT = 1
+    integer(c_int), parameter, public :: TUTTI_TERMINATION_STEP = 2
+    integer(c_int), parameter, public :: TUTTI_TERMINATION_COST = 3
+    integer(c_int), parameter, public :: TUTTI_TERMINATION_MAX_ITERATIONS = 4
 
     ! ---------------------------------------------------------------------------------------
     ! bind(C) mirrors of the header's structs. Pointer components start as c_null_ptr and the
@@ -248,7 +256,9 @@ module tutti
         type(c_ptr) :: name = c_null_ptr
     end type tutti_device_info_t
 
-    ! TuttiFitOptions (tutti_fit_options_default).
+    ! TuttiFitOptions (tutti_fit_options_default). `lower` and `upper` are c_loc of
+    ! n_parameters real(c_double) target values (or c_null_ptr: unbounded on that side), read
+    ! during the call only; tutti_fit_f sets them from its `lower` and `upper` arguments.
     type, bind(c), public :: tutti_fit_options_t
         type(tutti_resources_t) :: resources
         integer(c_int) :: max_iterations
@@ -256,14 +266,21 @@ module tutti
         real(c_double) :: step_tolerance
         real(c_double) :: cost_tolerance
         type(tutti_progress_callback_t) :: progress
+        type(c_ptr) :: lower = c_null_ptr
+        type(c_ptr) :: upper = c_null_ptr
     end type tutti_fit_options_t
 
-    ! TuttiFitResult: diagnostics of tutti_fit.
+    ! TuttiFitResult: diagnostics of tutti_fit. `termination` is a TUTTI_TERMINATION_*
+    ! value; `covariance_rank` the rank of J^T J at the solution (n_parameters, less when some
+    ! combination of the parameters is not determined by the data and the covariance is the
+    ! pseudo-inverse, -1 when no covariance could be formed).
     type, bind(c), public :: tutti_fit_result_t
         real(c_double) :: cost = 0
         integer(c_int) :: iterations = 0
         integer(c_int) :: evaluations = 0
         integer(c_int) :: converged = 0
+        integer(c_int) :: termination = 0
+        integer(c_int) :: covariance_rank = 0
     end type tutti_fit_result_t
 
     ! TuttiFmmOptions (tutti_fmm_options_default; see docs/fmm.md).
@@ -1109,10 +1126,20 @@ contains
     ! Fits size(initial) parameters to size(residual_counts) experiments by
     ! Levenberg-Marquardt; experiment e (0-based) has residual_counts(e + 1) residuals, which
     ! `residual_fn` computes (see tutti_residual_fn), receiving `user_data` (default
-    ! c_null_ptr). On success `parameters` holds the solution, `result` the diagnostics and
-    ! `covariance` (n, n) the inverse of J^T J at the solution.
+    ! c_null_ptr). `lower` and `upper` (each size(initial) values, optional: unbounded on that
+    ! side) bound the parameters, lower(i) <= parameters(i) <= upper(i), with
+    ! ieee_value(x, ieee_negative_inf) (ieee_positive_inf) for no bound on one side of one
+    ! parameter and lower(i) == upper(i) to fix it; `initial` must lie inside them (bad
+    ! bounds are TUTTI_ERROR_INVALID_ARGUMENT). They replace options%lower and
+    ! options%upper; a size other than size(initial) stops the program. They come after
+    ! `status`, the one exception to the rule, so that calls passing `status` by position
+    ! (from before the bounds) keep working: pass them by keyword. On success `parameters` holds the solution,
+    ! `result` the diagnostics (result%covariance_rank the rank of J^T J, result%termination
+    ! why it stopped) and `covariance` (n, n) the inverse of J^T J at the solution: its
+    ! pseudo-inverse when J^T J is singular (result%covariance_rank < n), which is not an
+    ! error.
     subroutine tutti_fit_f(residual_fn, residual_counts, initial, parameters, result, &
-                           covariance, options, user_data, status)
+                           covariance, options, user_data, status, lower, upper)
         procedure(tutti_residual_fn) :: residual_fn
         integer(c_int), intent(in) :: residual_counts(:)
         real(c_double), intent(in) :: initial(:)
@@ -1122,11 +1149,14 @@ contains
         type(tutti_fit_options_t), intent(in), optional, target :: options
         type(c_ptr), intent(in), optional :: user_data
         integer(c_int), intent(out), optional :: status
+        real(c_double), intent(in), optional :: lower(:), upper(:)
         real(c_double), allocatable :: solution(:)
-        real(c_double), allocatable, target :: inverse(:, :)
+        real(c_double), allocatable, target :: inverse(:, :), lower_c(:), upper_c(:)
+        type(tutti_fit_options_t), target :: bounded
         type(tutti_fit_result_t) :: diagnostics
-        type(c_ptr) :: data, covariance_ptr
+        type(c_ptr) :: data, covariance_ptr, options_c
         integer(c_int) :: code, n
+        character(len=80) :: shapes
 
         n = int(size(initial), c_int)
         allocate (solution(max(n, 1_c_int)))
@@ -1137,8 +1167,36 @@ contains
             allocate (inverse(n, n))
             covariance_ptr = c_loc(inverse)
         end if
+        options_c = fit_options_ptr(options)
+        if (present(lower) .or. present(upper)) then
+            if (present(options)) then
+                bounded = options
+            else
+                code = tutti_fit_options_default(bounded)
+            end if
+            ! Contiguous copies for C; with no parameter tutti refuses n_parameters anyway.
+            if (present(lower) .and. n > 0) then
+                if (size(lower) /= n) then
+                    write (shapes, '(a, i0, a, i0)') 'size(lower) is ', size(lower), &
+                        ', not size(initial) = ', n
+                    call misuse('tutti_fit_f', trim(shapes))
+                end if
+                lower_c = lower
+                bounded%lower = c_loc(lower_c)
+            end if
+            if (present(upper) .and. n > 0) then
+                if (size(upper) /= n) then
+                    write (shapes, '(a, i0, a, i0)') 'size(upper) is ', size(upper), &
+                        ', not size(initial) = ', n
+                    call misuse('tutti_fit_f', trim(shapes))
+                end if
+                upper_c = upper
+                bounded%upper = c_loc(upper_c)
+            end if
+            options_c = c_loc(bounded)
+        end if
         code = tutti_fit(c_funloc(residual_fn), data, int(size(residual_counts), c_int), &
-                         residual_counts, n, initial, fit_options_ptr(options), solution, &
+                         residual_counts, n, initial, options_c, solution, &
                          covariance_ptr, diagnostics)
         if (code == TUTTI_OK) then
             parameters = solution(1:n)

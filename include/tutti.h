@@ -29,6 +29,30 @@
 #define TUTTI_MAX_SIMULATED_DEVICES 256
 
 /**
+ * `TuttiFitResult::termination`: the largest gradient component the bounds leave free fell
+ * to `gradient_tolerance`.
+ */
+#define TUTTI_TERMINATION_GRADIENT 1
+
+/**
+ * `TuttiFitResult::termination`: a step was at most `step_tolerance` relative to the
+ * parameters.
+ */
+#define TUTTI_TERMINATION_STEP 2
+
+/**
+ * `TuttiFitResult::termination`: an accepted step lowered the cost by at most
+ * `cost_tolerance`.
+ */
+#define TUTTI_TERMINATION_COST 3
+
+/**
+ * `TuttiFitResult::termination`: the iteration limit was reached; the parameters are the
+ * best point found, not converged.
+ */
+#define TUTTI_TERMINATION_MAX_ITERATIONS 4
+
+/**
  * `TuttiResources.devices` for "every GPU, or one simulated device using all cores".
  */
 #define TUTTI_ALL_DEVICES -1
@@ -735,6 +759,25 @@ typedef struct TuttiFitOptions {
      * iteration (stage "iteration", `total` the iteration limit), with the cost.
      */
     struct TuttiProgressCallback progress;
+    /**
+     * Lower bounds of the parameters: NULL (the default) for none, or `n_parameters`
+     * doubles, `lower[i]` finite or `-INFINITY` (no lower bound on parameter `i`). Borrowed
+     * for the call only.
+     */
+    const double *lower;
+    /**
+     * Upper bounds of the parameters: NULL (the default) for none, or `n_parameters`
+     * doubles, `upper[i]` finite or `INFINITY` (no upper bound on parameter `i`). Borrowed
+     * for the call only.
+     *
+     * With bounds (either array set; a NULL one is unbounded on that side) the fit keeps
+     * `lower[i] <= parameter i <= upper[i]`: `lower[i] == upper[i]` fixes parameter `i` at
+     * that value, `initial` must lie inside the bounds, a parameter held at a bound by the
+     * gradient is left out of the step, and the gradient tolerance applies to the others.
+     * The covariance is still that of the unconstrained problem at the solution (as
+     * scipy's `curve_fit` reports it).
+     */
+    const double *upper;
 } TuttiFitOptions;
 
 /**
@@ -778,6 +821,19 @@ typedef struct TuttiFitResult {
      * 1 if a tolerance was met, 0 if the iteration limit was reached.
      */
     int converged;
+    /**
+     * Why the fit stopped: `TUTTI_TERMINATION_GRADIENT`, `_STEP`, `_COST` or
+     * `_MAX_ITERATIONS` (never 0 after a successful call).
+     */
+    int termination;
+    /**
+     * The rank of `J^T J` at the solution: `n_parameters` when every combination of the
+     * parameters is determined by the data, less when some are not (then the covariance is
+     * the pseudo-inverse, and the variances of the undetermined combinations are not
+     * known); -1 when no covariance could be formed (a failed factorization or a non-finite
+     * result; `covariance_out` is then all NaN).
+     */
+    int covariance_rank;
 } TuttiFitResult;
 
 /**
@@ -1282,7 +1338,8 @@ int tutti_device_info(int kind, int count, int index, struct TuttiDeviceInfo *ou
 
 /**
  * Writes the default fit options to `*options`: the default resources, 200 iterations,
- * tolerances 1e-10 (gradient), 1e-12 (step), 1e-14 (cost).
+ * tolerances 1e-10 (gradient), 1e-12 (step), 1e-14 (cost), no progress callback, no
+ * bounds.
  *
  * Errors: `TUTTI_ERROR_NULL_POINTER` for NULL.
  *
@@ -1295,20 +1352,29 @@ int tutti_fit_options_default(struct TuttiFitOptions *options);
  * Fits `n_parameters` parameters, starting from `initial`, to `n_experiments` experiments
  * whose residuals and Jacobians `residual_fn` computes (experiment `e` has
  * `residual_counts[e]` residuals), by Levenberg–Marquardt with the experiments split over
- * the devices of `options->resources`; the result does not depend on the device count.
+ * the devices of `options->resources`, within the bounds `options->lower` and
+ * `options->upper` when set; the result does not depend on the device count.
  *
  * Outputs (caller-owned, written only on success): `parameters_out` (`n_parameters`
  * values), `covariance_out` (`n_parameters * n_parameters` values, row-major, the inverse of
  * `J^T J` at the solution, formed from a QR of the Jacobian; may be NULL), `result_out`
- * (diagnostics).
+ * (diagnostics: cost, iterations, why the fit stopped, the covariance's rank).
+ *
+ * A singular `J^T J` (parameters that enter the residuals only through a combination, such
+ * as two that only appear as their sum) is not an error: the fit returns its parameters
+ * and `covariance_out` the pseudo-inverse, with `result_out->covariance_rank` below
+ * `n_parameters`. Should no covariance be formed at all, `covariance_out` is NaN and the
+ * rank -1.
  *
  * `options` may be NULL for the defaults. The callback may run concurrently from several
  * threads for different experiments, and must be safe to do so with `user_data`.
  *
  * Errors: NULL required pointers or callback (`TUTTI_ERROR_NULL_POINTER`); counts below 1,
- * non-finite initial values, bad options (`TUTTI_ERROR_INVALID_ARGUMENT`); the callback
- * failing at the starting point (`TUTTI_ERROR_CALLBACK`); a singular `J^T J` when
- * `covariance_out` is requested, outputs that overlap each other or an input
+ * non-finite initial values, bad options (`TUTTI_ERROR_INVALID_ARGUMENT`), among them bad
+ * bounds: a NaN, `options->lower[i]` of `INFINITY` or `options->upper[i]` of `-INFINITY`,
+ * `options->lower[i] > options->upper[i]`, or `initial[i]` outside its bounds (the message
+ * names the entry); the callback failing at the starting point (`TUTTI_ERROR_CALLBACK`);
+ * outputs that overlap each other or an input, the bounds included
  * (`TUTTI_ERROR_INVALID_ARGUMENT`); a problem too large for memory or for the caps of
  * `options->resources` (`TUTTI_ERROR_OUT_OF_MEMORY`); device selection as for every
  * workload (`TUTTI_ERROR_INVALID_ARGUMENT` for zero devices or an unknown ordinal,
@@ -1318,7 +1384,8 @@ int tutti_fit_options_default(struct TuttiFitOptions *options);
  * `residual_counts` holds `n_experiments` ints, `initial` and `parameters_out`
  * `n_parameters` doubles, `covariance_out` (if not NULL) `n_parameters^2` doubles;
  * `options` and `result_out` are NULL or valid (and `options->resources`' pointers NULL or
- * valid as documented on `TuttiResources`); the callback honours its contract.
+ * valid as documented on `TuttiResources`, `options->lower` and `options->upper` NULL or
+ * valid for `n_parameters` doubles); the callback honours its contract.
  */
 int tutti_fit(TuttiResidualFn residual_fn,
               void *user_data,

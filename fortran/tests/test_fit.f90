@@ -13,13 +13,24 @@
 ! - the callback ran for every experiment of every evaluation (user_data carries one
 !   counter per experiment, so concurrent calls for different experiments never share one);
 ! - the error paths: a failing callback, a NULL callback (the raw interface), zero
-!   devices, an unknown ordinal, a memory cap too small, a GPU without a GPU.
+!   devices, an unknown ordinal, a memory cap too small, a GPU without a GPU;
+! - bounds (the wrapper's `lower` and `upper`): a <= 1.5, and a fixed at 1.5 by equal
+!   bounds, keep the truth out of reach, so a is 1.5 exactly and b the minimum of the
+!   reduced problem (a held at 1.5), which a one-parameter fit finds independently; either
+!   fit may stop anywhere the cost is flat to rounding, within sqrt(2 eps cost / curvature)
+!   = 2e-9 of that minimum (cost 0.33, curvature 37), so they agree to 2e-8 relative. The
+!   cost tolerance is off (1e-300) so that each goes on until rounding stops it. Crossed
+!   bounds are TUTTI_ERROR_INVALID_ARGUMENT naming the entry;
+! - a rank-deficient fit, y = (p1 + p2) x against y = 3x: finite parameters whose sum is 3,
+!   result%covariance_rank 1 and the pseudo-inverse of J^T J = 55 [[1, 1], [1, 1]] (every
+!   entry 1/220, to 1e-12 relative);
+! - result%termination: TUTTI_TERMINATION_MAX_ITERATIONS after one iteration.
 ! Stops with a non-zero exit code when a check fails.
 module test_fit_model
     use, intrinsic :: iso_c_binding, only: c_int, c_double, c_ptr, c_associated, c_f_pointer
     implicit none
     private
-    public :: exponential, failing, model_jacobian, EXPERIMENTS, POINTS
+    public :: exponential, exponential_b, sum_only, failing, model_jacobian, EXPERIMENTS, POINTS
 
     integer(c_int), parameter :: EXPERIMENTS = 4
     integer(c_int), parameter :: POINTS = 5
@@ -57,6 +68,54 @@ contains
         end do
         status = 0
     end function exponential
+
+    ! The reduced problem: a held at the real(c_double) user_data points to; the one
+    ! parameter is b.
+    recursive function exponential_b(user_data, experiment, p, n, r, m, jacobian) bind(c) &
+            result(status)
+        type(c_ptr), value :: user_data
+        integer(c_int), value :: experiment
+        integer(c_int), value :: n
+        integer(c_int), value :: m
+        real(c_double), intent(in) :: p(n)
+        real(c_double), intent(out) :: r(m)
+        real(c_double), intent(out) :: jacobian(n, m)
+        integer(c_int) :: status
+        real(c_double), pointer :: a
+        real(c_double) :: x
+        integer :: i
+
+        call c_f_pointer(user_data, a)
+        do i = 1, m
+            x = experiment + 0.25_c_double * (i - 1)
+            r(i) = a * exp(p(1) * x) - 2.0_c_double * exp(-0.5_c_double * x)
+            jacobian(1, i) = a * x * exp(p(1) * x)
+        end do
+        status = 0
+    end function exponential_b
+
+    ! y = (p1 + p2) x against y = 3x at x = 1..m: the parameters enter only as their sum.
+    recursive function sum_only(user_data, experiment, p, n, r, m, jacobian) bind(c) &
+            result(status)
+        type(c_ptr), value :: user_data
+        integer(c_int), value :: experiment
+        integer(c_int), value :: n
+        integer(c_int), value :: m
+        real(c_double), intent(in) :: p(n)
+        real(c_double), intent(out) :: r(m)
+        real(c_double), intent(out) :: jacobian(n, m)
+        integer(c_int) :: status
+        integer :: i
+
+        ! One experiment and no user data: anything else is a bug of the call.
+        status = 1
+        if (experiment /= 0 .or. c_associated(user_data)) return
+        do i = 1, m
+            r(i) = (p(1) + p(2)) * i - 3.0_c_double * i
+            jacobian(:, i) = i
+        end do
+        status = 0
+    end function sum_only
 
     ! A callback that always fails, with 3 (counting its calls as exponential does).
     recursive function failing(user_data, experiment, p, n, r, m, jacobian) bind(c) &
@@ -103,12 +162,14 @@ end module test_fit_model
 program test_fit
     use, intrinsic :: iso_c_binding, only: c_int, c_int64_t, c_double, c_ptr, c_null_ptr, &
                                            c_null_funptr, c_associated, c_loc, c_funloc
+    use, intrinsic :: ieee_arithmetic, only: ieee_value, ieee_positive_inf, ieee_is_finite
     use tutti
     use checks
     use test_fit_model
     implicit none
 
     call run_checks()
+    call bound_and_rank_checks()
     call check_summary()
 
 contains
@@ -243,5 +304,102 @@ contains
         call check(.not. allocated(parameters), 'no parameters after the refusals')
         if (allocated(covariance)) deallocate (covariance)
     end subroutine run_checks
+
+    subroutine bound_and_rank_checks()
+        integer(c_int), parameter :: counts(EXPERIMENTS) = POINTS
+        real(c_double), parameter :: initial(2) = [1.0_c_double, 0.0_c_double]
+        type(tutti_fit_options_t), target :: tight
+        type(tutti_fit_result_t) :: result
+        real(c_double), allocatable :: parameters(:), covariance(:, :), reduced(:)
+        real(c_double), target :: held
+        real(c_double) :: inf, upper(2), lower(2), start(2), b_error
+        integer(c_int) :: status
+        integer :: bounded_case
+
+        inf = ieee_value(inf, ieee_positive_inf)
+        call tutti_fit_options_default_f(tight)
+        call check(.not. c_associated(tight%lower) .and. .not. c_associated(tight%upper), &
+                   'defaults: no bounds')
+        tight%resources%kind = TUTTI_KIND_CPU
+        tight%resources%devices = 1
+        tight%cost_tolerance = 1e-300_c_double
+
+        ! The reference: b fitted alone with a held at 1.5.
+        held = 1.5_c_double
+        call tutti_fit_f(exponential_b, counts, [0.0_c_double], reduced, result, &
+                         options=tight, user_data=c_loc(held), status=status)
+        call check(status == TUTTI_OK .and. result%covariance_rank == 1, &
+                   'the reduced fit (a held at 1.5): ' // tutti_last_error_f())
+        if (status /= TUTTI_OK) return
+
+        do bounded_case = 1, 2
+            upper = [1.5_c_double, inf]
+            if (bounded_case == 1) then
+                ! a <= 1.5, no lower bounds.
+                call tutti_fit_f(exponential, counts, initial, parameters, result, &
+                                 covariance, tight, upper=upper, status=status)
+            else
+                ! a fixed at 1.5 by equal bounds.
+                lower = [1.5_c_double, -inf]
+                start = [1.5_c_double, 0.0_c_double]
+                call tutti_fit_f(exponential, counts, start, parameters, result, &
+                                 covariance, tight, lower=lower, upper=upper, status=status)
+            end if
+            call check(status == TUTTI_OK, 'bounded fit ' // itoa(bounded_case) // ': ' &
+                       // tutti_status_name_f(status) // ' ' // tutti_last_error_f())
+            if (status /= TUTTI_OK) cycle
+            b_error = abs(parameters(2) - reduced(1))
+            call check(parameters(1) == 1.5_c_double, 'bounded fit ' // itoa(bounded_case) &
+                       // ': a = ' // etoa(parameters(1), 16) // ', exactly its bound')
+            call check(b_error <= 2e-8_c_double * abs(reduced(1)), 'bounded fit ' &
+                       // itoa(bounded_case) // ': b = ' // etoa(parameters(2), 15) &
+                       // ', the reduced fit''s ' // etoa(reduced(1), 15) // ' (' &
+                       // etoa(b_error) // ' apart, <= 2e-8 relative)')
+            call check(result%converged == 1 .and. result%covariance_rank == 2 &
+                       .and. all(shape(covariance) == [2, 2]) .and. result%cost > 0.3_c_double, &
+                       'bounded fit ' // itoa(bounded_case) // ': converged (termination ' &
+                       // itoa(result%termination) // '), cost ' // etoa(result%cost) &
+                       // ', covariance rank ' // itoa(result%covariance_rank))
+        end do
+
+        ! Crossed bounds: TUTTI_ERROR_INVALID_ARGUMENT naming the entry (0-based, as in C).
+        call tutti_fit_f(exponential, counts, initial, parameters, lower=[0.0_c_double, 1.0_c_double], &
+                         upper=[5.0_c_double, -1.0_c_double], status=status)
+        call check(status == TUTTI_ERROR_INVALID_ARGUMENT &
+                   .and. index(tutti_last_error_f(), 'options->lower[1] is 1') > 0 &
+                   .and. .not. allocated(parameters), &
+                   'crossed bounds: "' // tutti_last_error_f() // '"')
+        call tutti_fit_f(exponential, counts, initial, parameters, upper=[0.5_c_double, inf], &
+                         status=status)
+        call check(status == TUTTI_ERROR_INVALID_ARGUMENT &
+                   .and. index(tutti_last_error_f(), 'initial[0]') > 0, &
+                   'a start outside the bounds: "' // tutti_last_error_f() // '"')
+
+        ! A rank-deficient J^T J: parameters, rank 1 and the pseudo-inverse, not an error.
+        call tutti_fit_f(sum_only, [5_c_int], initial, parameters, result, covariance, &
+                         status=status)
+        call check(status == TUTTI_OK, 'the rank-deficient fit: ' // tutti_status_name_f(status) &
+                   // ' ' // tutti_last_error_f())
+        if (status == TUTTI_OK) then
+            call check(all(ieee_is_finite(parameters)) &
+                       .and. abs(sum(parameters) - 3) < 1e-10_c_double, &
+                       'finite parameters (' // etoa(parameters(1), 15) // ', ' &
+                       // etoa(parameters(2), 15) // ') whose sum is 3')
+            call check(result%covariance_rank == 1, 'covariance rank ' &
+                       // itoa(result%covariance_rank) // ', n - 1 = 1')
+            call check(maxval(abs(covariance * 220 - 1)) < 1e-12_c_double, &
+                       'the covariance is the pseudo-inverse, every entry 1/220 (' &
+                       // etoa(maxval(abs(covariance * 220 - 1))) // ' off)')
+        end if
+
+        ! Why it stopped.
+        tight%max_iterations = 1
+        call tutti_fit_f(exponential, counts, initial, parameters, result, options=tight, &
+                         status=status)
+        call check(status == TUTTI_OK .and. result%converged == 0 &
+                   .and. result%termination == TUTTI_TERMINATION_MAX_ITERATIONS, &
+                   'one iteration: TUTTI_TERMINATION_MAX_ITERATIONS (termination ' &
+                   // itoa(result%termination) // ')')
+    end subroutine bound_and_rank_checks
 
 end program test_fit

@@ -132,3 +132,100 @@ def test_a_keyboard_interrupt_in_the_callback_is_re_raised(counts, devices) -> N
     with pytest.raises(KeyboardInterrupt):
         tutti.fit(model, counts, [1.0, 0.0], resources=cpu(devices))
     assert len(calls) == 2
+
+
+def reduced(a: float):
+    """The model with a held at ``a``: b is the one parameter."""
+
+    def model(experiment: int, p: list[float]):
+        r, jac = exponential(experiment, [a, p[0]])
+        return r, [[row[1]] for row in jac]
+
+    return model
+
+
+# Either fit may stop anywhere the cost is flat to its cost tolerance (1e-14 of the cost):
+# within about sqrt(2e-14 cost / curvature) = 1.3e-8 of the minimum for b with a held at 1.5
+# (cost 0.33, curvature 37), so a bounded fit and the reduced fit agree to 1e-7 relative.
+REDUCED_REL = 1e-7
+
+
+@pytest.mark.parametrize(
+    "bounds, initial",
+    [
+        (([-np.inf, -np.inf], [1.5, np.inf]), [1.0, 0.0]),  # a <= 1.5
+        ((-np.inf, 1.5), [1.0, 0.0]),  # scalars apply to every parameter; b stays below
+        (([1.5, -np.inf], [1.5, np.inf]), [1.5, 0.0]),  # a fixed at 1.5
+        ((np.array([0.0, -1.0]), (1.5, 0.0)), [1.0, -0.2]),  # a box, a on its upper side
+    ],
+)
+def test_a_bound_that_excludes_the_truth_holds_the_solution_on_it(bounds, initial) -> None:
+    reference = tutti.fit(reduced(1.5), [5, 5, 5, 5], [initial[1]], resources=cpu(1))
+    assert reference.covariance_rank == 1
+    bounded = tutti.fit(exponential, [5, 5, 5, 5], initial, bounds=bounds, resources=cpu(1))
+    assert bounded.parameters[0] == 1.5  # exactly the bound
+    assert bounded.parameters[1] == pytest.approx(reference.parameters[0], rel=REDUCED_REL)
+    assert bounded.converged and bounded.termination != tutti.Termination.MAX_ITERATIONS
+    assert bounded.cost > 0.3 and bounded.covariance_rank == 2
+    assert np.all(np.isfinite(bounded.covariance))
+
+
+def test_bounds_that_allow_everything_are_no_bounds() -> None:
+    free = tutti.fit(exponential, [5, 5, 5, 5], [1.0, 0.0], resources=cpu(1))
+    for bounds in [(-np.inf, np.inf), ([-np.inf] * 2, [np.inf] * 2)]:
+        same = tutti.fit(exponential, [5, 5, 5, 5], [1.0, 0.0], bounds=bounds, resources=cpu(1))
+        assert np.array_equal(same.parameters, free.parameters)
+    # Bounds that hold the truth inside change the path, not the answer.
+    boxed = tutti.fit(exponential, [5, 5, 5, 5], [1.0, 0.0], bounds=([0, -1], [5, 0]))
+    assert boxed.parameters == pytest.approx(TRUE, abs=1e-10)
+
+
+@pytest.mark.parametrize(
+    "bounds, initial, needle",
+    [
+        (([0.0, 1.0], [5.0, -1.0]), [1.0, 0.0], "options->lower[1] is 1, above options->upper[1]"),
+        (([np.nan, 0.0], np.inf), [1.0, 0.0], "options->lower[0] is NaN"),
+        ((-np.inf, [0.5, np.inf]), [1.0, 0.0], "initial[0] is 1, outside its bounds"),
+        ((np.inf, np.inf), [1.0, 0.0], "options->lower[0] is inf"),
+    ],
+)
+def test_bad_bounds_raise_naming_the_entry(bounds, initial, needle) -> None:
+    with pytest.raises(tutti.InvalidArgumentError) as caught:
+        tutti.fit(exponential, [5], initial, bounds=bounds)
+    assert caught.value.status == tutti.Status.ERROR_INVALID_ARGUMENT
+    assert needle in caught.value.message
+
+
+@pytest.mark.parametrize(
+    "bounds", [([0.0], [5.0, 5.0]), (0.0, [[5.0, 5.0]]), (0.0,), "ab", (0.0, 1.0, 2.0)]
+)
+def test_bounds_of_the_wrong_shape_raise_value_error(bounds) -> None:
+    with pytest.raises(ValueError, match="bounds"):
+        tutti.fit(exponential, [5], [1.0, 0.0], bounds=bounds)
+
+
+def test_a_rank_deficient_fit_keeps_its_parameters() -> None:
+    # y = (p0 + p1) x against y = 3x at x = 1..5: only the sum is determined, and
+    # J^T J = 55 [[1, 1], [1, 1]] has rank 1 with pseudo-inverse [[1, 1], [1, 1]] / 220.
+    def sum_only(_: int, p: list[float]):
+        xs = [1.0, 2.0, 3.0, 4.0, 5.0]
+        return [(p[0] + p[1]) * x - 3 * x for x in xs], [[x, x] for x in xs]
+
+    result = tutti.fit(sum_only, [5], [1.0, 0.0])
+    assert np.all(np.isfinite(result.parameters))
+    assert result.parameters.sum() == pytest.approx(3.0, abs=1e-10)
+    assert result.covariance_rank == 1
+    assert result.covariance == pytest.approx(np.full((2, 2), 1 / 220), rel=1e-12)
+    assert result.converged
+
+
+def test_the_termination_reason_is_reported() -> None:
+    done = tutti.fit(exponential, [5, 5], [1.0, 0.0])
+    assert done.converged and done.termination in (
+        tutti.Termination.GRADIENT,
+        tutti.Termination.STEP,
+        tutti.Termination.COST,
+    )
+    assert done.covariance_rank == 2
+    once = tutti.fit(exponential, [5, 5], [1.0, 0.0], max_iterations=1)
+    assert once.termination is tutti.Termination.MAX_ITERATIONS and not once.converged

@@ -33,6 +33,12 @@ def test_python_status_and_kinds_match_the_header(header: str) -> None:
         f"TUTTI_TRAIN_{k.name}": k.value for k in tutti.TrainKind
     }
     assert header_enum(header, "TuttiDtype") == {f"TUTTI_DTYPE_{d.name}": d.value for d in tutti.Dtype}
+    terminations = {
+        name: int(value)
+        for name, value in header_defines(header).items()
+        if name.startswith("TUTTI_TERMINATION_")
+    }
+    assert terminations == {f"TUTTI_TERMINATION_{t.name}": t.value for t in tutti.Termination}
 
 
 def test_python_device_info_layout_matches_the_header(header: str) -> None:

@@ -54,6 +54,7 @@ __all__ = [
     "Resources",
     "World",
     "FitResult",
+    "Termination",
     "fit",
     "RhfEnergy",
     "rhf_energy",
@@ -99,7 +100,7 @@ from ._lib import (
 from .devices import DeviceInfo, _CDeviceInfo, device_count, device_info
 from .resources import Resources
 from .world import World
-from .fit import FitResult, _CFitOptions, _CFitResult, fit
+from .fit import FitResult, Termination, _CFitOptions, _CFitResult, fit
 from .chem import (
     RhfEnergy,
     RhfGradient,

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ctypes
+import enum
+import math
 from dataclasses import dataclass
 
 from ._lib import Status, TuttiError, _check, _int, declare, lib
@@ -10,7 +12,7 @@ from .progress import _CProgressCallback, _ProgressHook
 from .resources import Resources, _c_resources, _CResources
 from .world import _entering_library, spans_world
 
-__all__ = ["FitResult", "fit"]
+__all__ = ["FitResult", "Termination", "fit"]
 
 
 class _CFitOptions(ctypes.Structure):
@@ -21,6 +23,8 @@ class _CFitOptions(ctypes.Structure):
         ("step_tolerance", ctypes.c_double),
         ("cost_tolerance", ctypes.c_double),
         ("progress", _CProgressCallback),
+        ("lower", ctypes.POINTER(ctypes.c_double)),
+        ("upper", ctypes.POINTER(ctypes.c_double)),
     ]
 
 
@@ -30,7 +34,21 @@ class _CFitResult(ctypes.Structure):
         ("iterations", ctypes.c_int),
         ("evaluations", ctypes.c_int),
         ("converged", ctypes.c_int),
+        ("termination", ctypes.c_int),
+        ("covariance_rank", ctypes.c_int),
     ]
+
+
+class Termination(enum.IntEnum):
+    """Why a fit stopped (``TUTTI_TERMINATION_*``): a tolerance was met (``GRADIENT``: the
+    largest gradient component the bounds leave free; ``STEP``: the step relative to the
+    parameters; ``COST``: the relative decrease of the cost), or ``MAX_ITERATIONS``: the
+    iteration limit was reached and the result is the best point found, not converged."""
+
+    GRADIENT = 1
+    STEP = 2
+    COST = 3
+    MAX_ITERATIONS = 4
 
 
 _RESIDUAL_FN = ctypes.CFUNCTYPE(
@@ -48,7 +66,13 @@ _RESIDUAL_FN = ctypes.CFUNCTYPE(
 @dataclass(frozen=True)
 class FitResult:
     """The outcome of :func:`fit`: ``parameters`` (n,) and ``covariance`` (n, n) as float64
-    numpy arrays, ``(J^T J)^-1`` at the solution."""
+    numpy arrays, ``(J^T J)^-1`` at the solution.
+
+    ``covariance_rank`` is the rank of ``J^T J`` there: n when every combination of the
+    parameters is determined by the data, less when some are not, and ``covariance`` is then
+    the pseudo-inverse (the variances of the undetermined combinations are not known); -1
+    (with a NaN covariance) when none could be formed. ``termination`` says why the fit
+    stopped; ``converged`` is ``termination != Termination.MAX_ITERATIONS``."""
 
     parameters: "numpy.ndarray"
     covariance: "numpy.ndarray"
@@ -56,6 +80,8 @@ class FitResult:
     iterations: int
     evaluations: int
     converged: bool
+    covariance_rank: int
+    termination: Termination
 
 
 declare(
@@ -88,6 +114,7 @@ def fit(
     *,
     resources: Resources | None = None,
     max_iterations: int | None = None,
+    bounds=None,
     progress=None,
 ) -> FitResult:
     """Least-squares fit through a Python callback (``tutti_fit``).
@@ -99,7 +126,19 @@ def fit(
     :class:`tutti.Resources`; ``None``: every GPU, else one simulated device using all
     cores); the result is the same bits for any device count, and a memory cap too small for
     the fit's buffers raises (``Status.ERROR_OUT_OF_MEMORY``) before the callback runs. The
-    covariance is ``(J^T J)^-1`` at the solution, from a QR of the Jacobian.
+    covariance is ``(J^T J)^-1`` at the solution, from a QR of the Jacobian; when ``J^T J``
+    is singular (parameters the data determine only in combination, such as two that enter
+    only as their sum) the fit still returns its parameters, with the pseudo-inverse and
+    ``covariance_rank < n`` (see :class:`FitResult`).
+
+    ``bounds=(lower, upper)``, as scipy's ``least_squares`` takes them: each a float for
+    every parameter or a sequence of n, ``-numpy.inf`` / ``numpy.inf`` for no bound on that
+    side; ``lower[i] == upper[i]`` fixes parameter i there. ``initial`` must lie inside. A
+    parameter held at a bound by the gradient is left out of the step; the covariance is
+    still that of the unconstrained problem at the solution (as ``curve_fit`` reports it).
+    Bad bounds (a NaN, ``lower > upper``, a start outside) raise
+    :class:`tutti.InvalidArgumentError` naming the entry (``options->lower[i]``,
+    ``initial[i]``); bounds of the wrong length or shape raise ``ValueError`` here.
 
     An exception in the callback stops the fit (every later callback call reports failure
     without calling ``residuals``) and fails it, even where the library could have gone
@@ -113,6 +152,7 @@ def fit(
     counts = [int(c) for c in residual_counts]
     start = [float(x) for x in initial]
     n = len(start)
+    lower, upper = _bounds(bounds, n)
     raised: list[BaseException] = []
 
     def trampoline(_user, experiment, p, n_parameters, r, m, jac):
@@ -143,6 +183,11 @@ def fit(
         options.max_iterations = int(max_iterations)
     hook = _ProgressHook(progress, "fit")
     options.progress = hook.c
+    if lower is not None:  # kept alive by these names until the call returns
+        lower_c = (ctypes.c_double * n)(*lower)
+        upper_c = (ctypes.c_double * n)(*upper)
+        options.lower = ctypes.cast(lower_c, ctypes.POINTER(ctypes.c_double))
+        options.upper = ctypes.cast(upper_c, ctypes.POINTER(ctypes.c_double))
     counts_c = (ctypes.c_int * max(len(counts), 1))(*counts)
     initial_c = (ctypes.c_double * max(n, 1))(*start)
     parameters_c = (ctypes.c_double * max(n, 1))()
@@ -186,4 +231,37 @@ def fit(
         iterations=result_c.iterations,
         evaluations=result_c.evaluations,
         converged=bool(result_c.converged),
+        covariance_rank=result_c.covariance_rank,
+        termination=Termination(result_c.termination),
     )
+
+
+def _bounds(bounds, n: int) -> tuple[list[float], list[float]] | tuple[None, None]:
+    """``bounds=(lower, upper)`` as two lists of n floats (a scalar applies to every
+    parameter), or ``(None, None)`` for no bounds. The values are the library's to check."""
+    if bounds is None:
+        return None, None
+    import numpy as np
+
+    try:
+        lower, upper = bounds
+    except (TypeError, ValueError):
+        raise ValueError(f"bounds must be a pair (lower, upper), got {bounds!r}") from None
+
+    def side(values, name: str) -> list[float]:
+        try:
+            values = np.asarray(values, dtype=np.float64)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"bounds: {name} is not numbers ({error})") from None
+        if values.ndim == 0:
+            values = np.full(n, values)
+        if values.shape != (n,):
+            raise ValueError(
+                f"bounds: {name} has shape {values.shape}, expected a scalar or ({n},)"
+            )
+        return values.tolist()
+
+    lower, upper = side(lower, "lower"), side(upper, "upper")
+    if all(x == -math.inf for x in lower) and all(x == math.inf for x in upper):
+        return None, None  # scipy's default (-inf, inf): no bounds at all
+    return lower, upper

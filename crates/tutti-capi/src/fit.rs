@@ -3,7 +3,7 @@
 use std::ffi::{c_int, c_void};
 
 use tutti_backend::BackendError;
-use tutti_fit::{fit, fit_on, Experiment, FitError, FitOptions};
+use tutti_fit::{fit, fit_on, Bounds, Experiment, FitError, FitOptions, Termination};
 
 use crate::boundary::{
     check_disjoint, ffi_call, input_options, input_slice, output_slice, positive_count,
@@ -57,7 +57,35 @@ pub struct TuttiFitOptions {
     /// Where progress is reported (default: nowhere; see `TuttiProgressCallback`). Each
     /// iteration (stage "iteration", `total` the iteration limit), with the cost.
     pub progress: TuttiProgressCallback,
+    /// Lower bounds of the parameters: NULL (the default) for none, or `n_parameters`
+    /// doubles, `lower[i]` finite or `-INFINITY` (no lower bound on parameter `i`). Borrowed
+    /// for the call only.
+    pub lower: *const f64,
+    /// Upper bounds of the parameters: NULL (the default) for none, or `n_parameters`
+    /// doubles, `upper[i]` finite or `INFINITY` (no upper bound on parameter `i`). Borrowed
+    /// for the call only.
+    ///
+    /// With bounds (either array set; a NULL one is unbounded on that side) the fit keeps
+    /// `lower[i] <= parameter i <= upper[i]`: `lower[i] == upper[i]` fixes parameter `i` at
+    /// that value, `initial` must lie inside the bounds, a parameter held at a bound by the
+    /// gradient is left out of the step, and the gradient tolerance applies to the others.
+    /// The covariance is still that of the unconstrained problem at the solution (as
+    /// scipy's `curve_fit` reports it).
+    pub upper: *const f64,
 }
+
+/// `TuttiFitResult::termination`: the largest gradient component the bounds leave free fell
+/// to `gradient_tolerance`.
+pub const TUTTI_TERMINATION_GRADIENT: c_int = 1;
+/// `TuttiFitResult::termination`: a step was at most `step_tolerance` relative to the
+/// parameters.
+pub const TUTTI_TERMINATION_STEP: c_int = 2;
+/// `TuttiFitResult::termination`: an accepted step lowered the cost by at most
+/// `cost_tolerance`.
+pub const TUTTI_TERMINATION_COST: c_int = 3;
+/// `TuttiFitResult::termination`: the iteration limit was reached; the parameters are the
+/// best point found, not converged.
+pub const TUTTI_TERMINATION_MAX_ITERATIONS: c_int = 4;
 
 /// Diagnostics of `tutti_fit`.
 #[repr(C)]
@@ -71,6 +99,15 @@ pub struct TuttiFitResult {
     pub evaluations: c_int,
     /// 1 if a tolerance was met, 0 if the iteration limit was reached.
     pub converged: c_int,
+    /// Why the fit stopped: `TUTTI_TERMINATION_GRADIENT`, `_STEP`, `_COST` or
+    /// `_MAX_ITERATIONS` (never 0 after a successful call).
+    pub termination: c_int,
+    /// The rank of `J^T J` at the solution: `n_parameters` when every combination of the
+    /// parameters is determined by the data, less when some are not (then the covariance is
+    /// the pseudo-inverse, and the variances of the undetermined combinations are not
+    /// known); -1 when no covariance could be formed (a failed factorization or a non-finite
+    /// result; `covariance_out` is then all NaN).
+    pub covariance_rank: c_int,
 }
 
 impl Default for TuttiFitOptions {
@@ -83,12 +120,15 @@ impl Default for TuttiFitOptions {
             step_tolerance: defaults.step_tolerance,
             cost_tolerance: defaults.cost_tolerance,
             progress: TuttiProgressCallback::default(),
+            lower: std::ptr::null(),
+            upper: std::ptr::null(),
         }
     }
 }
 
 /// Writes the default fit options to `*options`: the default resources, 200 iterations,
-/// tolerances 1e-10 (gradient), 1e-12 (step), 1e-14 (cost).
+/// tolerances 1e-10 (gradient), 1e-12 (step), 1e-14 (cost), no progress callback, no
+/// bounds.
 ///
 /// Errors: `TUTTI_ERROR_NULL_POINTER` for NULL.
 ///
@@ -189,6 +229,79 @@ fn fit_error(error: FitError) -> Error {
     Error::new(status, error.to_string())
 }
 
+/// `TUTTI_TERMINATION_*` for why the solver stopped.
+fn termination_code(termination: Termination) -> c_int {
+    match termination {
+        Termination::Gradient => TUTTI_TERMINATION_GRADIENT,
+        Termination::Step => TUTTI_TERMINATION_STEP,
+        Termination::Cost => TUTTI_TERMINATION_COST,
+        Termination::MaxIterations => TUTTI_TERMINATION_MAX_ITERATIONS,
+    }
+}
+
+/// The fit's bounds from `options->lower` and `options->upper` (read as slices, `None` for
+/// NULL: unbounded on that side), checked against the start `initial`; `None` when both are
+/// NULL.
+///
+/// Errors: `TUTTI_ERROR_INVALID_ARGUMENT` naming the entry at fault: a NaN, a lower bound
+/// of `INFINITY` or an upper bound of `-INFINITY`, a lower bound above its upper bound, or
+/// an initial value outside its bounds.
+fn fit_bounds(
+    lower: Option<&[f64]>,
+    upper: Option<&[f64]>,
+    initial: &[f64],
+) -> Result<Option<Bounds>, Error> {
+    if lower.is_none() && upper.is_none() {
+        return Ok(None);
+    }
+    let n = initial.len();
+    let lower = lower.map_or_else(|| vec![f64::NEG_INFINITY; n], <[f64]>::to_vec);
+    let upper = upper.map_or_else(|| vec![f64::INFINITY; n], <[f64]>::to_vec);
+    for (i, ((&low, &high), &start)) in lower.iter().zip(&upper).zip(initial).enumerate() {
+        if low.is_nan() || low == f64::INFINITY {
+            return Err(Error::invalid_argument(format!(
+                "options->lower[{i}] is {low}: expected a finite number or -INFINITY"
+            )));
+        }
+        if high.is_nan() || high == f64::NEG_INFINITY {
+            return Err(Error::invalid_argument(format!(
+                "options->upper[{i}] is {high}: expected a finite number or INFINITY"
+            )));
+        }
+        if low > high {
+            return Err(Error::invalid_argument(format!(
+                "options->lower[{i}] is {low}, above options->upper[{i}] = {high}: expected \
+                 lower <= upper (equal bounds fix the parameter)"
+            )));
+        }
+        // A NaN start is left to the fit's own check of `initial`.
+        if start < low || start > high {
+            return Err(Error::invalid_argument(format!(
+                "initial[{i}] is {start}, outside its bounds [options->lower[{i}], \
+                 options->upper[{i}]] = [{low}, {high}]: the fit must start inside them"
+            )));
+        }
+    }
+    Bounds::new(lower, upper).map(Some).map_err(fit_error)
+}
+
+/// An optional input array `const double *name` of `len` values: `None` for NULL, else
+/// checked as [`input_slice`] checks it.
+///
+/// # Safety
+/// As [`input_slice`], for a pointer that is not NULL.
+unsafe fn optional_input<'a>(
+    ptr: *const f64,
+    len: usize,
+    name: &str,
+) -> Result<Option<&'a [f64]>, Error> {
+    if ptr.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: not NULL, so valid for `len` reads (the caller's promise).
+    unsafe { input_slice(ptr, len, name) }.map(Some)
+}
+
 fn positive_tolerance(value: f64, name: &str) -> Result<f64, Error> {
     if value > 0.0 && value.is_finite() {
         Ok(value)
@@ -202,20 +315,29 @@ fn positive_tolerance(value: f64, name: &str) -> Result<f64, Error> {
 /// Fits `n_parameters` parameters, starting from `initial`, to `n_experiments` experiments
 /// whose residuals and Jacobians `residual_fn` computes (experiment `e` has
 /// `residual_counts[e]` residuals), by Levenberg–Marquardt with the experiments split over
-/// the devices of `options->resources`; the result does not depend on the device count.
+/// the devices of `options->resources`, within the bounds `options->lower` and
+/// `options->upper` when set; the result does not depend on the device count.
 ///
 /// Outputs (caller-owned, written only on success): `parameters_out` (`n_parameters`
 /// values), `covariance_out` (`n_parameters * n_parameters` values, row-major, the inverse of
 /// `J^T J` at the solution, formed from a QR of the Jacobian; may be NULL), `result_out`
-/// (diagnostics).
+/// (diagnostics: cost, iterations, why the fit stopped, the covariance's rank).
+///
+/// A singular `J^T J` (parameters that enter the residuals only through a combination, such
+/// as two that only appear as their sum) is not an error: the fit returns its parameters
+/// and `covariance_out` the pseudo-inverse, with `result_out->covariance_rank` below
+/// `n_parameters`. Should no covariance be formed at all, `covariance_out` is NaN and the
+/// rank -1.
 ///
 /// `options` may be NULL for the defaults. The callback may run concurrently from several
 /// threads for different experiments, and must be safe to do so with `user_data`.
 ///
 /// Errors: NULL required pointers or callback (`TUTTI_ERROR_NULL_POINTER`); counts below 1,
-/// non-finite initial values, bad options (`TUTTI_ERROR_INVALID_ARGUMENT`); the callback
-/// failing at the starting point (`TUTTI_ERROR_CALLBACK`); a singular `J^T J` when
-/// `covariance_out` is requested, outputs that overlap each other or an input
+/// non-finite initial values, bad options (`TUTTI_ERROR_INVALID_ARGUMENT`), among them bad
+/// bounds: a NaN, `options->lower[i]` of `INFINITY` or `options->upper[i]` of `-INFINITY`,
+/// `options->lower[i] > options->upper[i]`, or `initial[i]` outside its bounds (the message
+/// names the entry); the callback failing at the starting point (`TUTTI_ERROR_CALLBACK`);
+/// outputs that overlap each other or an input, the bounds included
 /// (`TUTTI_ERROR_INVALID_ARGUMENT`); a problem too large for memory or for the caps of
 /// `options->resources` (`TUTTI_ERROR_OUT_OF_MEMORY`); device selection as for every
 /// workload (`TUTTI_ERROR_INVALID_ARGUMENT` for zero devices or an unknown ordinal,
@@ -225,7 +347,8 @@ fn positive_tolerance(value: f64, name: &str) -> Result<f64, Error> {
 /// `residual_counts` holds `n_experiments` ints, `initial` and `parameters_out`
 /// `n_parameters` doubles, `covariance_out` (if not NULL) `n_parameters^2` doubles;
 /// `options` and `result_out` are NULL or valid (and `options->resources`' pointers NULL or
-/// valid as documented on `TuttiResources`); the callback honours its contract.
+/// valid as documented on `TuttiResources`, `options->lower` and `options->upper` NULL or
+/// valid for `n_parameters` doubles); the callback honours its contract.
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
 pub unsafe extern "C" fn tutti_fit(
@@ -264,6 +387,8 @@ pub unsafe extern "C" fn tutti_fit(
                     Region::input("residual_counts", residual_counts, experiments),
                     Region::input("initial", initial, parameters),
                     Region::input("options", options_ptr, 1),
+                    Region::input("options->lower", options.lower, parameters),
+                    Region::input("options->upper", options.upper, parameters),
                     Region::output("parameters_out", parameters_out, parameters),
                     Region::output("covariance_out", covariance_out, covariance_len),
                     Region::output("result_out", result_out, 1),
@@ -284,6 +409,14 @@ pub unsafe extern "C" fn tutti_fit(
                     // SAFETY: not NULL, so valid for n^2 doubles (the caller's promise).
                     Some(unsafe { output_slice(covariance_out, covariance_len, "covariance_out")? })
                 };
+                // SAFETY: each NULL or valid for n doubles, only read (the caller's promise);
+                // disjoint from the outputs (checked above).
+                let (lower, upper) = unsafe {
+                    (
+                        optional_input(options.lower, parameters, "options->lower")?,
+                        optional_input(options.upper, parameters, "options->upper")?,
+                    )
+                };
                 if let Some(e) = counts.iter().position(|&count| count < 1) {
                     return Err(Error::invalid_argument(format!(
                         "residual_counts[{e}] is {}: every experiment needs at least one residual",
@@ -302,6 +435,9 @@ pub unsafe extern "C" fn tutti_fit(
                 fit_options.cost_tolerance =
                     positive_tolerance(options.cost_tolerance, "cost_tolerance")?;
                 fit_options.progress = options.progress.to_rust();
+                if let Some(bounds) = fit_bounds(lower, upper, initial)? {
+                    fit_options = fit_options.with_bounds(bounds);
+                }
 
                 let experiments: Vec<CallbackExperiment> = counts
                     .iter()
@@ -336,13 +472,10 @@ pub unsafe extern "C" fn tutti_fit(
         }
         .map_err(fit_error)?;
         if let Some(out) = covariance_out {
-            let full_rank = report.covariance_rank == report.parameters.len();
-            let covariance = report.covariance.as_ref().filter(|_| full_rank).ok_or_else(|| {
-                Error::invalid_argument(
-                    "J^T J is singular at the solution: no covariance (pass NULL for covariance_out)",
-                )
-            })?;
-            out.copy_from_slice(covariance);
+            match &report.covariance {
+                Some(covariance) => out.copy_from_slice(covariance),
+                None => out.fill(f64::NAN),
+            }
         }
         parameters_out.copy_from_slice(&report.parameters);
         result_out.write(TuttiFitResult {
@@ -350,6 +483,12 @@ pub unsafe extern "C" fn tutti_fit(
             iterations: c_int::try_from(report.iterations).unwrap_or(c_int::MAX),
             evaluations: c_int::try_from(report.evaluations).unwrap_or(c_int::MAX),
             converged: c_int::from(report.converged()),
+            termination: termination_code(report.termination),
+            // At most n_parameters, an int.
+            covariance_rank: match report.covariance {
+                Some(_) => c_int::try_from(report.covariance_rank).unwrap_or(c_int::MAX),
+                None => -1,
+            },
         });
         Ok(())
     })
@@ -461,6 +600,7 @@ mod tests {
                 "{parameters:?}"
             );
             assert!(result.cost < 1e-20 && result.converged == 1);
+            assert_eq!(result.covariance_rank, 2, "full rank");
             assert!(
                 covariance[0] > 0.0
                     && (covariance[1] - covariance[2]).abs() < 1e-12 * covariance[1].abs().max(1.0)

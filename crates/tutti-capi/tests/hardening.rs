@@ -10,7 +10,7 @@ use tutti::boundary::last_error;
 use tutti::memory::{alloc_c, string_to_c};
 use tutti::{
     tutti_fit, tutti_fmm, tutti_free_c, tutti_train_free, tutti_train_from_arrays,
-    tutti_train_norm, tutti_version, TuttiFitResult, TuttiStatus, TuttiTrain,
+    tutti_train_norm, tutti_version, TuttiFitOptions, TuttiFitResult, TuttiStatus, TuttiTrain,
 };
 
 const INVALID: c_int = TuttiStatus::TUTTI_ERROR_INVALID_ARGUMENT as c_int;
@@ -346,4 +346,92 @@ fn aliased_outputs_are_refused_and_nothing_is_written() {
     let status = unsafe { tutti_version(&mut w, vp, vp) };
     assert_eq!(status, INVALID, "{}", last_error());
     assert_eq!((v, w), (-1, -1));
+}
+
+/// `r = p - 3` for every parameter: one residual per parameter, the identity Jacobian.
+unsafe extern "C" fn shifted_identity(
+    _: *mut c_void,
+    _: c_int,
+    p: *const f64,
+    n: c_int,
+    r: *mut f64,
+    _: c_int,
+    j: *mut f64,
+) -> c_int {
+    let n = n as usize;
+    // SAFETY: the fit's contract: n parameters, n residuals, n x n Jacobian entries.
+    unsafe {
+        for i in 0..n {
+            *r.add(i) = *p.add(i) - 3.0;
+            for k in 0..n {
+                *j.add(i * n + k) = if i == k { 1.0 } else { 0.0 };
+            }
+        }
+    }
+    0
+}
+
+#[test]
+fn fit_bounds_are_read_exactly_and_never_written() {
+    // The bounds end at the guard page: reading past n_parameters doubles would crash.
+    let guard = GuardedPage::new();
+    let upper = guard.doubles_at_end(&[2.0, 10.0]);
+    let lower = [0.0, 0.0];
+    let options = TuttiFitOptions {
+        lower: lower.as_ptr(),
+        upper,
+        ..TuttiFitOptions::default()
+    };
+    let counts = [2];
+    let initial = [1.0, 1.0];
+    let mut parameters = [0.0; 2];
+    let mut result = TuttiFitResult::default();
+    // SAFETY: arrays of the stated lengths; the bounds hold 2 doubles each.
+    let status = unsafe {
+        tutti_fit(
+            Some(shifted_identity),
+            ptr::null_mut(),
+            1,
+            counts.as_ptr(),
+            2,
+            initial.as_ptr(),
+            &options,
+            parameters.as_mut_ptr(),
+            ptr::null_mut(),
+            &mut result,
+        )
+    };
+    assert_eq!(status, 0, "{}", last_error());
+    assert_eq!(parameters[0], 2.0, "held at its upper bound");
+    // The gradient there is p - 3: the default gradient tolerance, 1e-10, bounds the error.
+    assert!((parameters[1] - 3.0).abs() <= 1e-10, "{parameters:?}");
+
+    // parameters_out is the lower bounds: refused before anything is written.
+    let mut shared = [0.0, 0.0];
+    let options = TuttiFitOptions {
+        lower: shared.as_ptr(),
+        ..TuttiFitOptions::default()
+    };
+    // SAFETY: as above; the overlap is the case under test.
+    let status = unsafe {
+        tutti_fit(
+            Some(shifted_identity),
+            ptr::null_mut(),
+            1,
+            counts.as_ptr(),
+            2,
+            initial.as_ptr(),
+            &options,
+            shared.as_mut_ptr(),
+            ptr::null_mut(),
+            &mut result,
+        )
+    };
+    assert_eq!(status, INVALID, "{}", last_error());
+    assert!(
+        last_error().contains("`options->lower`") && last_error().contains("`parameters_out`"),
+        "{}",
+        last_error()
+    );
+    assert_eq!(shared, [0.0, 0.0]);
 }
