@@ -3,6 +3,9 @@
 //! For each device count, an allreduce and an allgather of a vector of f64 per rank; the
 //! baseline is the same arithmetic done sequentially on one thread (summing G vectors, or
 //! concatenating them), in the same process. The ratio is the cost of going through the group.
+//!
+//! Then the latency of small collectives (an allreduce of one f64, many rounds in one run),
+//! what a model axis pays for every Newton solve, beside a round of a group of one.
 
 use std::error::Error;
 
@@ -60,7 +63,42 @@ fn main() -> Result<(), Box<dyn Error>> {
             "concat_seconds": baseline_concat.as_secs_f64(),
         }));
     }
-    let path = write_results("collectives", json!({ "len_per_rank": LEN, "runs": rows }))?;
+    let latency = small_message_latency()?;
+    let path = write_results(
+        "collectives",
+        json!({ "len_per_rank": LEN, "runs": rows, "latency": latency }),
+    )?;
     println!("results: {}", path.display());
     Ok(())
+}
+
+/// Rounds of the latency measurement.
+const ROUNDS: usize = 20_000;
+
+/// Microseconds per allreduce of one f64, on groups of 1 (no exchange: the baseline), 2, 3
+/// and 4 simulated devices.
+fn small_message_latency() -> Result<Vec<serde_json::Value>, Box<dyn Error>> {
+    println!("latency: {ROUNDS} allreduces of one f64 in one run");
+    let mut rows = Vec::new();
+    let mut solo = None;
+    for devices in [1usize, 2, 3, 4] {
+        let group = Group::from_resources(&Resources::cpu(devices), GpuUse::HostOnly)?;
+        let (elapsed, _) = best_time(3, || {
+            group.run(|comm| {
+                let mut x = [1.0];
+                for _ in 0..ROUNDS {
+                    comm.allreduce_sum(&mut x)?;
+                }
+                Ok::<_, CommError>(x[0])
+            })
+        });
+        let micros = elapsed.as_secs_f64() * 1e6 / ROUNDS as f64;
+        let baseline = *solo.get_or_insert(micros);
+        println!(
+            "  G={devices}: {micros:8.2} us per allreduce ({:6.1}x a group of one)",
+            micros / baseline
+        );
+        rows.push(json!({ "devices": devices, "microseconds_per_allreduce": micros }));
+    }
+    Ok(rows)
 }
