@@ -71,11 +71,21 @@ pub fn install(verbosity: i16) {
     }
 }
 
+/// The exit status when standard output's reader went away: a shell's for SIGPIPE.
+pub const BROKEN_PIPE_EXIT: i32 = 141;
+
 /// Replaces Rust's panic message (and backtrace hint) with one line that says it is a bug in
-/// tutti, where, and what to send; the process still exits with status 101.
+/// tutti, where, and what to send; the process still exits with status 101. A write to a
+/// closed standard output exits with [`BROKEN_PIPE_EXIT`] instead, silently.
 pub fn install_panic_hook() {
     std::panic::set_hook(Box::new(|info| {
         let message = tutti_backend::panic_message(info.payload());
+        // `tutti ... | head`: the reader closed standard output, and `println!` panics on
+        // the broken pipe. Not a bug: exit as a program killed by SIGPIPE reports itself to
+        // a shell (128 + 13), without a word.
+        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+            std::process::exit(BROKEN_PIPE_EXIT);
+        }
         let place = info
             .location()
             .map(|l| format!(" at {}:{}", l.file(), l.line()))
