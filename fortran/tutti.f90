@@ -113,11 +113,13 @@ module tutti
     integer(c_int), parameter, public :: TUTTI_ALL_DEVICES = -1
 
     ! tutti_fit_result_t%termination: why the fit stopped (the gradient, the step or the
-    ! cost tolerance was met, or the iteration limit reached: not converged).
+    ! cost tolerance was met, or, not converged, the iteration limit reached or a callback
+    ! asked to stop: the Rust API's; tutti_fit has no callback yet).
     integer(c_int), parameter, public :: TUTTI_TERMINATION_GRADIENT = 1
     integer(c_int), parameter, public :: TUTTI_TERMINATION_STEP = 2
     integer(c_int), parameter, public :: TUTTI_TERMINATION_COST = 3
     integer(c_int), parameter, public :: TUTTI_TERMINATION_MAX_ITERATIONS = 4
+    integer(c_int), parameter, public :: TUTTI_TERMINATION_CALLBACK = 5
 
     ! ---------------------------------------------------------------------------------------
     ! bind(C) mirrors of the header's structs. Pointer components start as c_null_ptr and the

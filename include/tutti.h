@@ -29,8 +29,9 @@
 #define TUTTI_MAX_SIMULATED_DEVICES 256
 
 /**
- * `TuttiFitResult::termination`: the largest gradient component the bounds leave free fell
- * to `gradient_tolerance`.
+ * `TuttiFitResult::termination`: the largest cosine of the angle between the residuals and
+ * a column of the Jacobian, among the parameters the bounds leave free, fell to
+ * `gradient_tolerance` (or the residuals are all zero).
  */
 #define TUTTI_TERMINATION_GRADIENT 1
 
@@ -51,6 +52,13 @@
  * best point found, not converged.
  */
 #define TUTTI_TERMINATION_MAX_ITERATIONS 4
+
+/**
+ * `TuttiFitResult::termination`: a per-iteration callback asked the fit to stop; the
+ * parameters are the best point found, not converged. (The Rust API's callback; `tutti_fit`
+ * has none yet, so it does not return this today.)
+ */
+#define TUTTI_TERMINATION_CALLBACK 5
 
 /**
  * `TuttiResources.devices` for "every GPU, or one simulated device using all cores".
@@ -743,7 +751,10 @@ typedef struct TuttiFitOptions {
      */
     int max_iterations;
     /**
-     * Stop when the largest gradient component is at most this (default 1e-10).
+     * Stop when the largest cosine of the angle between the residuals and a column of the
+     * Jacobian is at most this (default 1e-10): MINPACK's measure, `max_j |(J^T r)_j| /
+     * (|r| |J_j|)`, which does not change when the residuals or a parameter's units are
+     * scaled.
      */
     double gradient_tolerance;
     /**
@@ -818,12 +829,13 @@ typedef struct TuttiFitResult {
      */
     int evaluations;
     /**
-     * 1 if a tolerance was met, 0 if the iteration limit was reached.
+     * 1 if a tolerance was met, 0 if the iteration limit was reached (or a callback stopped
+     * the fit).
      */
     int converged;
     /**
-     * Why the fit stopped: `TUTTI_TERMINATION_GRADIENT`, `_STEP`, `_COST` or
-     * `_MAX_ITERATIONS` (never 0 after a successful call).
+     * Why the fit stopped: `TUTTI_TERMINATION_GRADIENT`, `_STEP`, `_COST`,
+     * `_MAX_ITERATIONS` or `_CALLBACK` (never 0 after a successful call).
      */
     int termination;
     /**

@@ -41,14 +41,18 @@ class _CFitResult(ctypes.Structure):
 
 class Termination(enum.IntEnum):
     """Why a fit stopped (``TUTTI_TERMINATION_*``): a tolerance was met (``GRADIENT``: the
-    largest gradient component the bounds leave free; ``STEP``: the step relative to the
-    parameters; ``COST``: the relative decrease of the cost), or ``MAX_ITERATIONS``: the
-    iteration limit was reached and the result is the best point found, not converged."""
+    largest cosine of the angle between the residuals and a column of the Jacobian, among
+    the parameters the bounds leave free; ``STEP``: the step relative to the parameters;
+    ``COST``: the relative decrease of the cost), or the fit stopped before converging with
+    the best point found: ``MAX_ITERATIONS``, the iteration limit was reached, or
+    ``CALLBACK``, a per-iteration callback asked it to stop (the Rust API's; ``fit`` has none
+    yet, so it does not return this today)."""
 
     GRADIENT = 1
     STEP = 2
     COST = 3
     MAX_ITERATIONS = 4
+    CALLBACK = 5
 
 
 _RESIDUAL_FN = ctypes.CFUNCTYPE(
@@ -72,7 +76,7 @@ class FitResult:
     parameters is determined by the data, less when some are not, and ``covariance`` is then
     the pseudo-inverse (the variances of the undetermined combinations are not known); -1
     (with a NaN covariance) when none could be formed. ``termination`` says why the fit
-    stopped; ``converged`` is ``termination != Termination.MAX_ITERATIONS``."""
+    stopped; ``converged`` is whether it met a tolerance (``GRADIENT``, ``STEP`` or ``COST``)."""
 
     parameters: "numpy.ndarray"
     covariance: "numpy.ndarray"

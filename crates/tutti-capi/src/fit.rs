@@ -48,7 +48,10 @@ pub struct TuttiFitOptions {
     pub resources: TuttiResources,
     /// Most iterations (default 200).
     pub max_iterations: c_int,
-    /// Stop when the largest gradient component is at most this (default 1e-10).
+    /// Stop when the largest cosine of the angle between the residuals and a column of the
+    /// Jacobian is at most this (default 1e-10): MINPACK's measure, `max_j |(J^T r)_j| /
+    /// (|r| |J_j|)`, which does not change when the residuals or a parameter's units are
+    /// scaled.
     pub gradient_tolerance: f64,
     /// Stop when a step is at most this relative to the parameters (default 1e-12).
     pub step_tolerance: f64,
@@ -74,8 +77,9 @@ pub struct TuttiFitOptions {
     pub upper: *const f64,
 }
 
-/// `TuttiFitResult::termination`: the largest gradient component the bounds leave free fell
-/// to `gradient_tolerance`.
+/// `TuttiFitResult::termination`: the largest cosine of the angle between the residuals and
+/// a column of the Jacobian, among the parameters the bounds leave free, fell to
+/// `gradient_tolerance` (or the residuals are all zero).
 pub const TUTTI_TERMINATION_GRADIENT: c_int = 1;
 /// `TuttiFitResult::termination`: a step was at most `step_tolerance` relative to the
 /// parameters.
@@ -86,6 +90,10 @@ pub const TUTTI_TERMINATION_COST: c_int = 3;
 /// `TuttiFitResult::termination`: the iteration limit was reached; the parameters are the
 /// best point found, not converged.
 pub const TUTTI_TERMINATION_MAX_ITERATIONS: c_int = 4;
+/// `TuttiFitResult::termination`: a per-iteration callback asked the fit to stop; the
+/// parameters are the best point found, not converged. (The Rust API's callback; `tutti_fit`
+/// has none yet, so it does not return this today.)
+pub const TUTTI_TERMINATION_CALLBACK: c_int = 5;
 
 /// Diagnostics of `tutti_fit`.
 #[repr(C)]
@@ -97,10 +105,11 @@ pub struct TuttiFitResult {
     pub iterations: c_int,
     /// Evaluations of all experiments.
     pub evaluations: c_int,
-    /// 1 if a tolerance was met, 0 if the iteration limit was reached.
+    /// 1 if a tolerance was met, 0 if the iteration limit was reached (or a callback stopped
+    /// the fit).
     pub converged: c_int,
-    /// Why the fit stopped: `TUTTI_TERMINATION_GRADIENT`, `_STEP`, `_COST` or
-    /// `_MAX_ITERATIONS` (never 0 after a successful call).
+    /// Why the fit stopped: `TUTTI_TERMINATION_GRADIENT`, `_STEP`, `_COST`,
+    /// `_MAX_ITERATIONS` or `_CALLBACK` (never 0 after a successful call).
     pub termination: c_int,
     /// The rank of `J^T J` at the solution: `n_parameters` when every combination of the
     /// parameters is determined by the data, less when some are not (then the covariance is
@@ -236,6 +245,7 @@ fn termination_code(termination: Termination) -> c_int {
         Termination::Step => TUTTI_TERMINATION_STEP,
         Termination::Cost => TUTTI_TERMINATION_COST,
         Termination::MaxIterations => TUTTI_TERMINATION_MAX_ITERATIONS,
+        Termination::Callback => TUTTI_TERMINATION_CALLBACK,
     }
 }
 

@@ -66,8 +66,8 @@ pub use devices::{
 };
 pub use fit::{
     tutti_fit, tutti_fit_options_default, TuttiFitOptions, TuttiFitResult, TuttiResidualFn,
-    TUTTI_TERMINATION_COST, TUTTI_TERMINATION_GRADIENT, TUTTI_TERMINATION_MAX_ITERATIONS,
-    TUTTI_TERMINATION_STEP,
+    TUTTI_TERMINATION_CALLBACK, TUTTI_TERMINATION_COST, TUTTI_TERMINATION_GRADIENT,
+    TUTTI_TERMINATION_MAX_ITERATIONS, TUTTI_TERMINATION_STEP,
 };
 pub use fmm::{
     tutti_direct_sum, tutti_fmm, tutti_fmm_options_default, tutti_fmm_targets, TuttiFmmOptions,

@@ -220,6 +220,7 @@ fn report_fields(report: &FitReport, processes: &Processes, group: &Group) -> se
         "standard_errors": report.standard_errors().unwrap_or_default(),
         "cost": report.cost,
         "gradient_norm": report.gradient_norm,
+        "gradient_cosine": report.gradient_cosine,
         "residuals": report.residual_count,
         "iterations": report.iterations,
         "evaluations": report.evaluations,
@@ -243,6 +244,7 @@ fn termination_name(termination: Termination) -> &'static str {
         Termination::Step => "step",
         Termination::Cost => "cost",
         Termination::MaxIterations => "max_iterations",
+        Termination::Callback => "callback",
     }
 }
 

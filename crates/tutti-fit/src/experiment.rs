@@ -3,7 +3,8 @@
 use tutti_group::Comm;
 
 /// One experiment of a fit: residuals `r(p)` and their Jacobian `J = dr/dp` for given
-/// parameters `p`. The fit minimizes `0.5 * sum over experiments of |r|^2`, so residuals
+/// parameters `p`. The fit minimizes `0.5 * sum over experiments of |r|^2` (or the robust
+/// cost of [`crate::FitOptions::loss`], applied to each residual), so residuals
 /// should be weighted (e.g. divided by the measurement's standard deviation).
 pub trait Experiment: Sync {
     /// The number of residuals this experiment contributes (fixed).

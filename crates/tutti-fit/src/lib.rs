@@ -5,7 +5,9 @@
 //!   order, so the iterates are the same bits on any number of devices, and
 //!   [`FitOptions::balance_steps`] can move experiments between ranks without changing them.
 //!   [`plan`] lists its buffers for the memory planner; a fit that does not fit is refused
-//!   up front.
+//!   up front. A robust [`Loss`] (scipy's `huber`, `soft_l1`, `cauchy`, `arctan`) tames
+//!   outliers, a [`FitCallback`] can watch and stop it between iterations, and its gradient
+//!   and cost tests do not depend on units (MINPACK's gradient cosine, a relative decrease).
 //! - [`checkpointed_map`] runs many independent tasks (bootstrap replicates, parameter
 //!   scans) with a JSON [`ledger`] rewritten atomically after every task, so a campaign
 //!   killed at any point resumes without losing, duplicating or mislabelling a result.
@@ -36,6 +38,7 @@ mod experiment;
 mod groups;
 pub mod ledger;
 mod linalg;
+mod loss;
 pub mod ode;
 mod solver;
 
@@ -49,4 +52,7 @@ pub use error::FitError;
 pub use experiment::Experiment;
 pub use groups::resource_groups;
 pub use ledger::{Ledger, TaskRecord, TaskStatus};
-pub use solver::{fit, fit_on, plan, FitOptions, FitReport, Termination};
+pub use loss::Loss;
+pub use solver::{
+    fit, fit_on, plan, FitCallback, FitIteration, FitOptions, FitReport, Termination,
+};

@@ -4,12 +4,17 @@
 //! (cost, gradient `J^T r`, Gauss–Newton curvature `J^T J`) are exchanged with one
 //! allgather and summed by every rank in EXPERIMENT order. The iterates therefore do not
 //! depend on the device count or on which rank evaluated which experiment: they are
-//! bitwise identical on 1 or G devices, with or without balancing.
+//! bitwise identical on 1 or G devices, with or without balancing. Under a robust loss each
+//! experiment's residuals and Jacobian rows are rescaled (see [`crate::Loss`]) where it is
+//! evaluated, before its contributions are formed, so this holds for every loss.
 //!
 //! Each record also carries the triangle `R_e` of a QR of the experiment's Jacobian block;
 //! the covariance at the solution comes from the QR of those triangles stacked in experiment
 //! order (`R^T R = J^T J`), never from inverting `J^T J`.
 
+use std::fmt;
+use std::ops::ControlFlow;
+use std::sync::Arc;
 use std::time::Instant;
 
 use faer::MatMut;
@@ -22,6 +27,7 @@ use crate::balance::{block_assignment, lpt_assignment, makespan};
 use crate::linalg::{
     cholesky_solve, covariance_from_packed_r, packed_r_in_place, qr_scratch_bytes,
 };
+use crate::loss::{self, Loss};
 use crate::{Bounds, Experiment, FitError};
 
 /// Options of [`fit`], with documented defaults.
@@ -30,11 +36,35 @@ use crate::{Bounds, Experiment, FitError};
 pub struct FitOptions {
     /// Most iterations (accepted or rejected steps); default 200.
     pub max_iterations: usize,
-    /// Stop when the largest gradient component `|J^T r|` is at most this; default 1e-10.
+    /// Stop when the gradient is orthogonal to the residuals to within this: when the
+    /// largest cosine of the angle between the residual vector `r` and a column `J_j` of the
+    /// Jacobian, `max_j |(J^T r)_j| / (|r| |J_j|)` over the components the bounds leave free
+    /// ([`FitReport::gradient_cosine`], MINPACK's measure), is at most this, or the residuals
+    /// are all zero. Checked before each iteration. Default 1e-10.
+    ///
+    /// The measure has no units: scaling the residuals or changing a parameter's units
+    /// leaves it unchanged (the former test, `max |J^T r| <= 1e-10`, moved with the square
+    /// of the residuals' scale). Near a minimum its square is about the cost's relative
+    /// excess over the minimum (exactly so for one parameter), and a parameter whose column
+    /// is uncorrelated with the others is within `cosine * |r|` standard errors of it
+    /// (residuals weighted by their standard deviations; correlated columns widen this).
+    /// Why 1e-10 rather than scipy's 1e-8: it keeps the former default's number (the C,
+    /// Python and Fortran front ends document it) and every existing fit's iterations, and
+    /// it is met only when a step lands at the minimum to within rounding (Gauss–Newton on a
+    /// nearly linear problem): a cosine below `sqrt(eps)` (1.5e-8) means a relative excess
+    /// below `eps`, which the cost cannot resolve, so other fits end on the cost test (a
+    /// last decrease of 1e-14 of the cost is a cosine near 1e-7) or the step test. A
+    /// zero-residual fit (near its solution `r` lies in the range of `J`) keeps a cosine
+    /// near 1 until `r` vanishes, and ends on those tests too.
     pub gradient_tolerance: f64,
-    /// Stop when a step is at most this relative to the parameters; default 1e-12.
+    /// Stop when a step is at most this relative to the parameters:
+    /// `|step| <= tol (|p| + tol)`, Euclidean norms; default 1e-12. Relative, so scaling all
+    /// parameters together does not change it, but the norms mix the parameters' units:
+    /// with parameters of very different magnitudes it measures the step against the
+    /// largest.
     pub step_tolerance: f64,
-    /// Stop when an accepted step lowers the cost by at most this fraction; default 1e-14.
+    /// Stop when an accepted step lowers the cost by at most this fraction of the cost
+    /// before it (a relative test: scaling the residuals does not change it); default 1e-14.
     pub cost_tolerance: f64,
     /// The starting damping `lambda` of `(J^T J + lambda diag(J^T J)) step = -J^T r`: a
     /// fraction of each parameter's own curvature, so it does not depend on the parameters'
@@ -68,6 +98,74 @@ pub struct FitOptions {
     /// the device count. The result does not depend on the mesh when the experiments'
     /// `evaluate_on` gives the same bits on any model group (the Brusselator's does).
     pub model_devices: usize,
+    /// The loss applied to each residual (scipy's `loss`); default [`Loss::Linear`],
+    /// ordinary least squares. Under another loss the fit minimizes
+    /// `0.5 C^2 sum rho((r / C)^2)` with `C` = [`FitOptions::loss_scale`], by rescaling each
+    /// experiment's residuals and Jacobian rows (Triggs' correction, as scipy does; see
+    /// [`Loss`]) where the experiment is evaluated, so the result still does not depend on
+    /// the devices or the mesh. [`FitReport::cost`] is then that robust cost.
+    pub loss: Loss,
+    /// The residuals' soft margin `C` between inliers and outliers (scipy's `f_scale`), in
+    /// the residuals' units: a residual well below it costs about `0.5 r^2`, one well above
+    /// it less, as its loss says. Must be positive and finite; no effect under
+    /// [`Loss::Linear`]; default 1.
+    pub loss_scale: f64,
+    /// Called by rank 0 after each iteration (see [`FitCallback`]); [`ControlFlow::Break`]
+    /// stops the fit on every rank with [`Termination::Callback`] and the best point found.
+    /// Default `None`.
+    pub callback: Option<FitCallback>,
+}
+
+/// What a [`FitCallback`] is told after each iteration.
+#[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
+pub struct FitIteration<'a> {
+    /// The iteration just finished, from 1.
+    pub iteration: usize,
+    /// The parameters kept after it: the best point found so far (a step is accepted only
+    /// when it lowers the cost).
+    pub parameters: &'a [f64],
+    /// The cost there (the robust cost under a robust [`FitOptions::loss`]).
+    pub cost: f64,
+    /// Whether this iteration's step was accepted (the parameters moved).
+    pub accepted: bool,
+    /// The damping the next iteration starts from.
+    pub damping: f64,
+}
+
+/// A per-iteration callback of [`fit`] that can stop it: called by rank 0 alone after every
+/// iteration (accepted or rejected, the last one included), it returns
+/// [`ControlFlow::Continue`] to go on or [`ControlFlow::Break`] to stop. Rank 0 broadcasts
+/// the decision to every rank (one small collective per iteration, also across the
+/// processes of a spanning group), so all stop together, at the same iteration. A stopped
+/// fit returns [`Termination::Callback`] with the best point found, the same bits as a fit
+/// limited to that many iterations; when the iteration already met a tolerance, that
+/// termination is reported instead. It runs on rank 0's thread between iterations: the fit
+/// waits for it.
+#[derive(Clone)]
+pub struct FitCallback(Arc<CallbackFn>);
+
+/// The closure a [`FitCallback`] wraps.
+type CallbackFn = dyn Fn(&FitIteration<'_>) -> ControlFlow<()> + Send + Sync;
+
+impl FitCallback {
+    /// Wraps a closure.
+    pub fn new(
+        callback: impl Fn(&FitIteration<'_>) -> ControlFlow<()> + Send + Sync + 'static,
+    ) -> Self {
+        Self(Arc::new(callback))
+    }
+
+    /// Asks the callback about `iteration`.
+    pub fn call(&self, iteration: &FitIteration<'_>) -> ControlFlow<()> {
+        (self.0)(iteration)
+    }
+}
+
+impl fmt::Debug for FitCallback {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("FitCallback(..)")
+    }
 }
 
 impl Default for FitOptions {
@@ -83,6 +181,9 @@ impl Default for FitOptions {
             resources: Resources::default(),
             bounds: None,
             model_devices: 1,
+            loss: Loss::Linear,
+            loss_scale: 1.0,
+            callback: None,
         }
     }
 }
@@ -124,6 +225,26 @@ impl FitOptions {
         self.resources = resources;
         self
     }
+
+    /// These options with a robust loss and its scale `f_scale`, in the residuals' units
+    /// (see [`FitOptions::loss`] and [`FitOptions::loss_scale`]). A scale that is not
+    /// positive and finite is refused when the fit starts
+    /// ([`FitError::InvalidArgument`] naming `loss_scale`).
+    pub fn with_loss(mut self, loss: Loss, f_scale: f64) -> Self {
+        self.loss = loss;
+        self.loss_scale = f_scale;
+        self
+    }
+
+    /// These options with a per-iteration callback that can stop the fit (see
+    /// [`FitCallback`]).
+    pub fn with_callback(
+        mut self,
+        callback: impl Fn(&FitIteration<'_>) -> ControlFlow<()> + Send + Sync + 'static,
+    ) -> Self {
+        self.callback = Some(FitCallback::new(callback));
+        self
+    }
 }
 
 /// Why the solver stopped.
@@ -137,6 +258,9 @@ pub enum Termination {
     Cost,
     /// The iteration limit was reached: the result is the best point found, not converged.
     MaxIterations,
+    /// The [`FitCallback`] asked to stop: the result is the best point found, not
+    /// converged.
+    Callback,
 }
 
 /// The result of a fit, with diagnostics.
@@ -144,14 +268,23 @@ pub enum Termination {
 pub struct FitReport {
     /// The parameters found.
     pub parameters: Vec<f64>,
-    /// `0.5 * sum |r|^2` there.
+    /// `0.5 * sum |r|^2` there; under a robust [`FitOptions::loss`], the robust cost
+    /// `0.5 C^2 sum rho((r / C)^2)`.
     pub cost: f64,
     /// Iterations (accepted and rejected steps).
     pub iterations: usize,
     /// Evaluations of all experiments.
     pub evaluations: usize,
-    /// The largest gradient component at the solution, among those the bounds leave free.
+    /// The largest gradient component `|(J^T r)_j|` at the solution, among those the bounds
+    /// leave free (in the units of the cost per unit of the parameter; under a robust loss,
+    /// of the robust cost).
     pub gradient_norm: f64,
+    /// The measure the gradient test uses ([`FitOptions::gradient_tolerance`]) at the
+    /// solution: the largest `|(J^T r)_j| / (|r| |J_j|)` among the components the bounds
+    /// leave free, the cosine of the angle between the residuals and a column of the
+    /// Jacobian (0 for a zero column or zero residuals). Under a robust loss, `J` is the
+    /// rescaled Jacobian, `J^T r` the robust gradient and `|r|` is `sqrt(2 cost)`.
+    pub gradient_cosine: f64,
     /// Why it stopped.
     pub termination: Termination,
     /// `(J^T J)^-1` at the solution, row-major n x n: the parameters' covariance when the
@@ -161,6 +294,12 @@ pub struct FitReport {
     /// `n * eps` times the largest) it is the pseudo-inverse from the SVD of `R`, and
     /// [`FitReport::covariance_rank`] says how many directions it covers (a warning is
     /// logged). `None` only if a factorization fails or the result is not finite.
+    ///
+    /// Under a robust [`FitOptions::loss`] it is `(J_s^T J_s)^-1` of the rescaled Jacobian
+    /// `J_s` (each row times `sqrt(rho' + 2 rho'' z)`): the inverse Gauss–Newton curvature of
+    /// the robust cost, an approximation to the parameters' covariance (as scipy's
+    /// `least_squares` Jacobian gives it) that down-weights outliers but is no longer the
+    /// least-squares covariance, and is not exact for any loss but the linear one.
     pub covariance: Option<Vec<f64>>,
     /// The rank of `J^T J` at the solution: the parameter count when every combination of
     /// the parameters is determined by the data, less when some are not (the covariance is
@@ -193,7 +332,9 @@ impl FitReport {
     /// The covariance scaled by the reduced chi-square `2 cost / (m - n)` (`m` residuals,
     /// `n` parameters): the parameters' covariance when the residuals' common standard
     /// deviation is unknown and estimated from the fit (scipy's `curve_fit` with
-    /// `absolute_sigma=False`). `None` without a covariance or with `m <= n`.
+    /// `absolute_sigma=False`). `None` without a covariance or with `m <= n`. Under a
+    /// robust loss `cost` is the robust cost, so the factor is only a rough estimate of the
+    /// inliers' variance.
     pub fn scaled_covariance(&self) -> Option<Vec<f64>> {
         let n = self.parameters.len();
         let dof = self.residual_count.checked_sub(n).filter(|&dof| dof > 0)?;
@@ -209,9 +350,13 @@ impl FitReport {
         Some((0..n).map(|i| covariance[i * n + i].sqrt()).collect())
     }
 
-    /// Whether the solver met a tolerance (rather than the iteration limit).
+    /// Whether the solver met a tolerance (rather than the iteration limit or a stop by the
+    /// callback).
     pub fn converged(&self) -> bool {
-        self.termination != Termination::MaxIterations
+        matches!(
+            self.termination,
+            Termination::Gradient | Termination::Step | Termination::Cost
+        )
     }
 }
 
@@ -304,14 +449,24 @@ fn record_width(n: usize) -> usize {
     HEADER + n + 2 * packed_len(n)
 }
 
+/// The loss every experiment's residuals are rescaled by, and its scale.
+#[derive(Clone, Copy)]
+struct ScaledLoss {
+    loss: Loss,
+    scale: f64,
+}
+
 /// One experiment's record: evaluates it (with its model group, when it has one) and forms
-/// its contributions. Only a model group's collective can fail; with one, every member
-/// agrees whether the buffers were reserved before the experiment's collective evaluation.
+/// its contributions, from residuals and Jacobian rows rescaled by the loss first (so every
+/// rank, whichever evaluates the experiment, forms the same bits). Only a model group's
+/// collective can fail; with one, every member agrees whether the buffers were reserved
+/// before the experiment's collective evaluation.
 fn evaluate_one<E: Experiment>(
     experiment: &E,
     index: usize,
     parameters: &[f64],
     model: Option<&Comm<'_>>,
+    loss: ScaledLoss,
 ) -> Result<(Vec<f64>, Option<String>), FitError> {
     let n = parameters.len();
     let m = experiment.residual_count();
@@ -343,8 +498,14 @@ fn evaluate_one<E: Experiment>(
         record[1] = NON_FINITE;
         return Ok((record, None));
     }
+    let cost = loss::apply(loss.loss, loss.scale, &mut residuals, &mut jacobian, n);
+    // A robust loss of a huge residual can overflow.
+    if !cost.is_finite() || !residuals.iter().chain(&jacobian).all(|x| x.is_finite()) {
+        record[1] = NON_FINITE;
+        return Ok((record, None));
+    }
     record[1] = OK;
-    record[3] = 0.5 * residuals.iter().map(|r| r * r).sum::<f64>();
+    record[3] = cost;
     let (gradient, rest) = record[HEADER..].split_at_mut(n);
     let (packed, triangle) = rest.split_at_mut(packed_len(n));
     for (row, r) in jacobian.chunks_exact(n).zip(&residuals) {
@@ -410,6 +571,7 @@ fn evaluate_all<E: Experiment>(
     experiments: &[E],
     assignment: &[usize],
     parameters: &[f64],
+    loss: ScaledLoss,
 ) -> Result<Evaluation, FitError> {
     let n = parameters.len();
     let width = record_width(n);
@@ -420,13 +582,13 @@ fn evaluate_all<E: Experiment>(
     let local: Vec<(Vec<f64>, Option<String>)> = match &mesh.model {
         Some(model) => mine
             .iter()
-            .map(|&e| evaluate_one(&experiments[e], e, parameters, Some(model)))
+            .map(|&e| evaluate_one(&experiments[e], e, parameters, Some(model), loss))
             .collect::<Result<_, _>>()?,
         None => {
             let pool = comm.device().thread_pool()?;
             pool.install(|| {
                 mine.par_iter()
-                    .map(|&e| evaluate_one(&experiments[e], e, parameters, None))
+                    .map(|&e| evaluate_one(&experiments[e], e, parameters, None, loss))
                     .collect::<Result<_, _>>()
             })?
         }
@@ -557,6 +719,7 @@ fn check_start<E: Experiment>(
             format!("parameter {i} is {}, expected a finite number", initial[i]),
         ));
     }
+    loss::check_scale(options.loss_scale)?;
     match &options.bounds {
         Some(bounds) => bounds.check_start(initial),
         None => Ok(()),
@@ -729,7 +892,18 @@ fn solve<E: Experiment>(
     let balance = options.balance_steps.unwrap_or(experiments.len() > ranks);
     let mut assignment = block_assignment(experiments.len(), ranks);
     let mut parameters = initial.to_vec();
-    let mut current = evaluate_all(comm, &mesh, experiments, &assignment, &parameters)?;
+    let scaled_loss = ScaledLoss {
+        loss: options.loss,
+        scale: options.loss_scale,
+    };
+    let mut current = evaluate_all(
+        comm,
+        &mesh,
+        experiments,
+        &assignment,
+        &parameters,
+        scaled_loss,
+    )?;
     let mut evaluations = 1;
     let mut timing = current.timing;
     if let Some((index, message)) = current.failure.take() {
@@ -772,90 +946,149 @@ fn solve<E: Experiment>(
             .filter(|(_, held)| !held)
             .fold(0.0_f64, |m, (x, _)| m.max(x.abs()))
     };
+    // MINPACK's scale-free gradient measure over the free components: the largest cosine of
+    // the angle between the residuals and a column of J, |(J^T r)_j| / (|r| |J_j|), with
+    // |J_j|^2 the diagonal of J^T J and |r|^2 = 2 cost. Under a robust loss J is the rescaled
+    // Jacobian and 2 cost the robust one: not the norm of the rescaled residuals, which
+    // Huber's clamped curvature inflates by up to 1 / sqrt(eps) for outliers and would make
+    // the cosine spuriously small. Zero residuals give 0 (a zero-residual minimum); a zero
+    // column has a zero gradient component and is skipped.
+    let gradient_cosine = |parameters: &[f64], evaluation: &Evaluation| {
+        let residual_norm = (2.0 * evaluation.cost).sqrt();
+        if residual_norm == 0.0 {
+            return 0.0;
+        }
+        let g = &evaluation.gradient;
+        held(parameters, g)
+            .iter()
+            .enumerate()
+            .filter(|(_, held)| !**held)
+            .fold(0.0_f64, |largest, (j, _)| {
+                let column_norm = evaluation.curvature[j * n + j].sqrt();
+                if column_norm == 0.0 {
+                    largest
+                } else {
+                    largest.max(g[j].abs() / column_norm / residual_norm)
+                }
+            })
+    };
     let termination = loop {
-        if gradient_norm(&parameters, &current.gradient) <= options.gradient_tolerance {
+        if gradient_cosine(&parameters, &current) <= options.gradient_tolerance {
             break Termination::Gradient;
         }
         if iterations >= options.max_iterations {
             break Termination::MaxIterations;
         }
         iterations += 1;
-        let mut system = current.curvature.clone();
-        for i in 0..n {
-            system[i * n + i] += damping * current.curvature[i * n + i].max(1e-300);
-        }
-        let mut rhs: Vec<f64> = current.gradient.iter().map(|g| -g).collect();
-        // A held parameter's row and column become the identity's, its right-hand side
-        // zero: its step is zero and the others' system is the free block.
-        for (i, _) in held(&parameters, &current.gradient)
-            .iter()
-            .enumerate()
-            .filter(|(_, held)| **held)
-        {
-            for j in 0..n {
-                system[i * n + j] = 0.0;
-                system[j * n + i] = 0.0;
+        // One iteration: whether its step was accepted, and the tolerance it met, if any.
+        let (accepted, met): (bool, Option<Termination>) = 'iteration: {
+            let mut system = current.curvature.clone();
+            for i in 0..n {
+                system[i * n + i] += damping * current.curvature[i * n + i].max(1e-300);
             }
-            system[i * n + i] = 1.0;
-            rhs[i] = 0.0;
-        }
-        let Some(mut step) = cholesky_solve(&system, &rhs) else {
-            damping *= growth;
-            growth *= 2.0;
-            continue;
-        };
-        let step_norm = step.iter().map(|s| s * s).sum::<f64>().sqrt();
-        let parameter_norm = parameters.iter().map(|p| p * p).sum::<f64>().sqrt();
-        if step_norm <= options.step_tolerance * (parameter_norm + options.step_tolerance) {
-            break Termination::Step;
-        }
-        let mut trial_parameters: Vec<f64> =
-            parameters.iter().zip(&step).map(|(p, s)| p + s).collect();
-        let clipped = options
-            .bounds
-            .as_ref()
-            .is_some_and(|bounds| bounds.clip(&mut trial_parameters));
-        if clipped {
-            for ((s, trial), p) in step.iter_mut().zip(&trial_parameters).zip(&parameters) {
-                *s = trial - p;
+            let mut rhs: Vec<f64> = current.gradient.iter().map(|g| -g).collect();
+            // A held parameter's row and column become the identity's, its right-hand side
+            // zero: its step is zero and the others' system is the free block.
+            for (i, _) in held(&parameters, &current.gradient)
+                .iter()
+                .enumerate()
+                .filter(|(_, held)| **held)
+            {
+                for j in 0..n {
+                    system[i * n + j] = 0.0;
+                    system[j * n + i] = 0.0;
+                }
+                system[i * n + i] = 1.0;
+                rhs[i] = 0.0;
             }
-        }
-        let mut trial = evaluate_all(comm, &mesh, experiments, &assignment, &trial_parameters)?;
-        evaluations += 1;
-        timing.0 += trial.timing.0;
-        timing.1 += trial.timing.1;
-        // Predicted reduction of the quadratic model: 0.5 step^T (lambda D step - g) for the
-        // step the system gave; -g^T step - 0.5 step^T (J^T J) step for a clipped one.
-        let predicted: f64 = if clipped {
-            -(0..n)
-                .map(|i| {
-                    let curvature: f64 =
-                        (0..n).map(|j| current.curvature[i * n + j] * step[j]).sum();
-                    step[i] * (current.gradient[i] + 0.5 * curvature)
-                })
-                .sum::<f64>()
-        } else {
-            0.5 * (0..n)
-                .map(|i| {
-                    step[i]
-                        * (damping * current.curvature[i * n + i].max(1e-300) * step[i]
-                            - current.gradient[i])
-                })
-                .sum::<f64>()
+            let Some(mut step) = cholesky_solve(&system, &rhs) else {
+                damping *= growth;
+                growth *= 2.0;
+                break 'iteration (false, None);
+            };
+            let step_norm = step.iter().map(|s| s * s).sum::<f64>().sqrt();
+            let parameter_norm = parameters.iter().map(|p| p * p).sum::<f64>().sqrt();
+            if step_norm <= options.step_tolerance * (parameter_norm + options.step_tolerance) {
+                break 'iteration (false, Some(Termination::Step));
+            }
+            let mut trial_parameters: Vec<f64> =
+                parameters.iter().zip(&step).map(|(p, s)| p + s).collect();
+            let clipped = options
+                .bounds
+                .as_ref()
+                .is_some_and(|bounds| bounds.clip(&mut trial_parameters));
+            if clipped {
+                for ((s, trial), p) in step.iter_mut().zip(&trial_parameters).zip(&parameters) {
+                    *s = trial - p;
+                }
+            }
+            let mut trial = evaluate_all(
+                comm,
+                &mesh,
+                experiments,
+                &assignment,
+                &trial_parameters,
+                scaled_loss,
+            )?;
+            evaluations += 1;
+            timing.0 += trial.timing.0;
+            timing.1 += trial.timing.1;
+            // Predicted reduction of the quadratic model: 0.5 step^T (lambda D step - g) for
+            // the step the system gave; -g^T step - 0.5 step^T (J^T J) step for a clipped one.
+            let predicted: f64 = if clipped {
+                -(0..n)
+                    .map(|i| {
+                        let curvature: f64 =
+                            (0..n).map(|j| current.curvature[i * n + j] * step[j]).sum();
+                        step[i] * (current.gradient[i] + 0.5 * curvature)
+                    })
+                    .sum::<f64>()
+            } else {
+                0.5 * (0..n)
+                    .map(|i| {
+                        step[i]
+                            * (damping * current.curvature[i * n + i].max(1e-300) * step[i]
+                                - current.gradient[i])
+                    })
+                    .sum::<f64>()
+            };
+            let actual = current.cost - trial.cost;
+            let ratio = if trial.failure.is_none() && predicted > 0.0 {
+                actual / predicted
+            } else {
+                -1.0
+            };
+            if comm.rank() == 0 {
+                log::debug!(
+                    "fit: iteration {iterations:>3}  cost {:.6e}  trial {:.6e}  damping {damping:.2e}  {}",
+                    current.cost,
+                    trial.cost,
+                    if ratio > 0.0 { "accepted" } else { "rejected" }
+                );
+            }
+            if ratio > 0.0 {
+                let previous_cost = current.cost;
+                trial.failure = None;
+                update_costs(experiments, &mut costs, &trial.seconds);
+                current = trial;
+                parameters = trial_parameters;
+                damping *= (1.0 - (2.0 * ratio - 1.0).powi(3)).max(1.0 / 3.0);
+                growth = 2.0;
+                rebalance(&costs, &mut assignment, &mut rebalances);
+                // Relative, so scaling the residuals does not change it.
+                let met =
+                    (actual <= options.cost_tolerance * previous_cost).then_some(Termination::Cost);
+                (true, met)
+            } else {
+                damping *= growth;
+                growth *= 2.0;
+                (false, None)
+            }
         };
-        let actual = current.cost - trial.cost;
-        let ratio = if trial.failure.is_none() && predicted > 0.0 {
-            actual / predicted
-        } else {
-            -1.0
-        };
+        // Rank 0 reports every iteration and asks the callback; its answer reaches every
+        // rank (and process) through one broadcast, so all stop at the same iteration.
+        let mut stop = [0_u8];
         if comm.rank() == 0 {
-            log::debug!(
-                "fit: iteration {iterations:>3}  cost {:.6e}  trial {:.6e}  damping {damping:.2e}  {}",
-                current.cost,
-                trial.cost,
-                if ratio > 0.0 { "accepted" } else { "rejected" }
-            );
             tutti_backend::progress::report(
                 options.progress.as_ref(),
                 Progress {
@@ -863,29 +1096,26 @@ fn solve<E: Experiment>(
                     stage: "iteration",
                     done: iterations as u64,
                     total: options.max_iterations as u64,
-                    value: Some(if ratio > 0.0 {
-                        trial.cost
-                    } else {
-                        current.cost
-                    }),
+                    value: Some(current.cost),
                 },
             );
-        }
-        if ratio > 0.0 {
-            let previous_cost = current.cost;
-            trial.failure = None;
-            update_costs(experiments, &mut costs, &trial.seconds);
-            current = trial;
-            parameters = trial_parameters;
-            damping *= (1.0 - (2.0 * ratio - 1.0).powi(3)).max(1.0 / 3.0);
-            growth = 2.0;
-            rebalance(&costs, &mut assignment, &mut rebalances);
-            if actual <= options.cost_tolerance * previous_cost {
-                break Termination::Cost;
+            if let Some(callback) = &options.callback {
+                let state = FitIteration {
+                    iteration: iterations,
+                    parameters: &parameters,
+                    cost: current.cost,
+                    accepted,
+                    damping,
+                };
+                stop[0] = u8::from(callback.call(&state).is_break());
             }
-        } else {
-            damping *= growth;
-            growth *= 2.0;
+        }
+        comm.broadcast_slice(0, &mut stop)?;
+        if let Some(termination) = met {
+            break termination;
+        }
+        if stop[0] != 0 {
+            break Termination::Callback;
         }
     };
     let (covariance, covariance_rank) =
@@ -902,6 +1132,7 @@ fn solve<E: Experiment>(
     }
     Ok(FitReport {
         gradient_norm: gradient_norm(&parameters, &current.gradient),
+        gradient_cosine: gradient_cosine(&parameters, &current),
         // Every rank holds every triangle, so each computes the covariance itself (the QR of
         // an E n x n stack): the reports are the same on every rank, and in every process
         // of a group spanning processes.
