@@ -1,19 +1,26 @@
 //! `tutti ode`: stiff systems integrated by `tutti_fit::bdf` (variable-order BDF, Newton
 //! iterations against a `tutti-sparse` factorization). One built-in model so far: the
 //! Brusselator of DifferentialEquations.jl's stiff tutorial, in 2-D (the tutorial's) or 3-D
-//! (`--dims 3`: the 7-point Laplacian, the forcing on a ball).
+//! (`--dims 3`: the 7-point Laplacian, the forcing on a ball). `--model-devices K` integrates
+//! on K devices together (the model axis): every rank steps the whole state and each Newton
+//! matrix is factored and solved split among them, with the bits of one device.
 
 use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::{Args, Subcommand};
 use serde_json::json;
-use tutti_fit::bdf::{integrate, BdfOptions, BdfStatistics, OdeError, StiffSystem};
+use tutti_backend::{Device, Resources};
+use tutti_fit::bdf::{
+    integrate, integrate_on, BdfOptions, BdfSolution, BdfStatistics, OdeError, StiffSystem,
+};
 use tutti_fit::brusselator::Brusselator;
+use tutti_group::{Group, RunError};
 use tutti_plan::npy;
 
 use crate::failure::Failure;
-use crate::report::print_json;
+use crate::report::{device_kind, print_json};
+use crate::resources::DeviceArgs;
 
 /// Options of `tutti ode`.
 #[derive(Args)]
@@ -52,6 +59,50 @@ struct BrusselatorArgs {
     /// index, axis 1 the x index) in 2-D, N x N x N (z, y, x) in 3-D.
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Devices the integration runs on together (the model axis): each Newton matrix is
+    /// factored and solved split among them, every one stepping the whole state, with the
+    /// bits of one device. The device flags must select exactly this many (without `-d` or
+    /// `--ordinals`, this many of `--kind`); within one process only.
+    #[arg(long, default_value_t = 1)]
+    model_devices: usize,
+    /// The devices of the model axis.
+    #[command(flatten)]
+    devices: DeviceArgs,
+}
+
+impl BrusselatorArgs {
+    /// The resources of the model axis: the device flags, with `--devices K` standing in
+    /// for a count or ordinals not given (the flags' own default, every GPU or one simulated
+    /// device, is not the model axis's).
+    fn model_resources(&self) -> Result<Resources, Failure> {
+        if self.model_devices == 0 {
+            return Err(Failure::input(
+                "`--model-devices` is 0: the integration needs at least one device",
+            ));
+        }
+        let mut flags = self.devices.clone();
+        if flags.devices.is_none() && flags.ordinals.is_none() {
+            flags.devices = Some(self.model_devices);
+        }
+        Ok(flags.resources())
+    }
+
+    /// The devices of the model axis, opened: exactly `--model-devices` of them.
+    fn model_axis(&self) -> Result<Vec<Device>, Failure> {
+        let devices = self.model_resources()?.select_for(tutti_fit::GPU_USE)?;
+        if devices.len() != self.model_devices {
+            return Err(Failure::input(format!(
+                "`--model-devices` is {} but the device flags select {} device(s): the \
+                 integration runs on exactly the devices selected; pass `-d {}` (or as many \
+                 `--ordinals`), or `--model-devices {}`",
+                self.model_devices,
+                devices.len(),
+                self.model_devices,
+                devices.len()
+            )));
+        }
+        Ok(devices)
+    }
 }
 
 impl From<OdeError> for Failure {
@@ -86,6 +137,8 @@ fn run_brusselator(args: &BrusselatorArgs, json: bool) -> Result<(), Failure> {
     }
     let model = Brusselator::with_dims(args.n, args.dims)
         .map_err(|e| Failure::input(format!("`--n`: {e}")))?;
+    let devices = args.model_axis()?;
+    let kind = device_kind(&devices);
     let unknowns = model.dimension();
     // The state files' shape, slowest axis first: (y, x) or (z, y, x).
     let shape = vec![args.n; args.dims];
@@ -100,12 +153,14 @@ fn run_brusselator(args: &BrusselatorArgs, json: bool) -> Result<(), Failure> {
         ..BdfOptions::default()
     };
     log::info!(
-        "integrating the {}-D Brusselator on {grid} ({unknowns} unknowns) to t = {}",
+        "integrating the {}-D Brusselator on {grid} ({unknowns} unknowns) to t = {} on {} \
+         device(s)",
         args.dims,
-        args.t_end
+        args.t_end,
+        devices.len()
     );
     let integrated = Instant::now();
-    let solution = integrate(&model, 0.0, &model.initial_state(), &[args.t_end], &options)?;
+    let solution = integrate_on_devices(&model, devices, args.t_end, &options)?;
     let seconds = integrated.elapsed().as_secs_f64();
     let state = solution.y.last().cloned().unwrap_or_default();
     let (u, v): (Vec<f64>, Vec<f64>) = state.chunks(2).map(|p| (p[0], p[1])).unzip();
@@ -126,7 +181,20 @@ fn run_brusselator(args: &BrusselatorArgs, json: bool) -> Result<(), Failure> {
             "ode brusselator",
             started,
             json!({
-                "inputs": { "n": args.n, "dims": args.dims, "t_end": args.t_end, "rtol": args.rtol, "atol": args.atol, "out": args.out },
+                "inputs": {
+                    "n": args.n,
+                    "dims": args.dims,
+                    "t_end": args.t_end,
+                    "rtol": args.rtol,
+                    "atol": args.atol,
+                    "out": args.out,
+                    "model_devices": args.model_devices,
+                    "resources": args.devices.to_json(),
+                },
+                "processes": 1,
+                "devices": args.model_devices,
+                "model_devices": args.model_devices,
+                "device_kind": kind,
                 "dims": args.dims,
                 "grid": shape,
                 "unknowns": unknowns,
@@ -143,6 +211,13 @@ fn run_brusselator(args: &BrusselatorArgs, json: bool) -> Result<(), Failure> {
         "ode brusselator: {}-D, {grid} grid ({unknowns} unknowns), t = 0 to {}, rtol {:e}, atol {:e}",
         args.dims, args.t_end, args.rtol, args.atol
     );
+    if args.model_devices > 1 {
+        println!(
+            "devices:  {} {} (model axis: each Newton matrix factored split among them)",
+            args.model_devices,
+            kind.as_str().unwrap_or("?")
+        );
+    }
     println!(
         "steps:    {} accepted, {} error-test and {} Newton failures; orders 1-5: {:?}",
         stats.steps,
@@ -165,6 +240,32 @@ fn run_brusselator(args: &BrusselatorArgs, json: bool) -> Result<(), Failure> {
         println!("wrote:    {}", dir.display());
     }
     Ok(())
+}
+
+/// `model` integrated from its initial state at t = 0 to `t_end`: on the calling thread for
+/// one device, else by [`integrate_on`] on a group of `devices` (rank 0's solution; every
+/// rank's is the same, bitwise that of one device).
+fn integrate_on_devices(
+    model: &Brusselator,
+    devices: Vec<Device>,
+    t_end: f64,
+    options: &BdfOptions,
+) -> Result<BdfSolution, Failure> {
+    let y0 = model.initial_state();
+    if devices.len() == 1 {
+        return Ok(integrate(model, 0.0, &y0, &[t_end], options)?);
+    }
+    let group = Group::new(devices)?;
+    let mut solutions = group
+        .run(|comm| integrate_on(comm, model, 0.0, &y0, &[t_end], options))
+        .map_err(|error| match error {
+            RunError::Failed { error, .. } => Failure::from(error),
+            other => Failure::computation(other.to_string()),
+        })?;
+    if solutions.is_empty() {
+        return Err(Failure::computation("the group ran no rank"));
+    }
+    Ok(solutions.swap_remove(0))
 }
 
 fn statistics_json(stats: &BdfStatistics) -> serde_json::Value {

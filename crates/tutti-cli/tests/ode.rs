@@ -1,5 +1,6 @@
 //! `tutti ode brusselator` through the built binary: the report's counts, the state files
-//! against the library's own integration (2-D and 3-D), and the exit status of bad input.
+//! against the library's own integration (2-D and 3-D), the model axis's bits against one
+//! device's, and the exit status of bad input.
 
 mod common;
 
@@ -132,6 +133,68 @@ fn the_3d_brusselator_reports_its_dimension_and_state() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `tutti --json ode brusselator --n 6 --t-end 4 --kind cpu` with `extra` flags, the state
+/// written to `dir`: the report.
+fn brusselator_on(dir: &std::path::Path, extra: &[&str]) -> Value {
+    let mut args = vec![
+        "--json",
+        "ode",
+        "brusselator",
+        "--n",
+        "6",
+        "--t-end",
+        "4",
+        "--kind",
+        "cpu",
+        "--out",
+        text(dir),
+    ];
+    args.extend_from_slice(extra);
+    let out = tutti(&args);
+    assert!(
+        out.status.success(),
+        "{extra:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("one JSON object")
+}
+
+#[test]
+fn the_model_axis_gives_the_bits_of_one_device() {
+    let (one_dir, two_dir) = (scratch("ode-model-1"), scratch("ode-model-2"));
+    let one = brusselator_on(&one_dir, &["--model-devices", "1", "-d", "1"]);
+    let two = brusselator_on(&two_dir, &["--model-devices", "2", "-d", "2"]);
+    for (report, k) in [(&one, 1), (&two, 2)] {
+        assert_eq!(report["model_devices"], k, "{report}");
+        assert_eq!(report["inputs"]["model_devices"], k, "{report}");
+        assert_eq!(report["devices"], k, "{report}");
+        assert_eq!(report["device_kind"], "cpu", "{report}");
+    }
+    // The steps, iterations, evaluations and factorizations are the same counts...
+    assert_eq!(one["statistics"], two["statistics"]);
+    assert!(
+        one["statistics"]["factorizations"].as_u64() > Some(1),
+        "{one}"
+    );
+    // ...the means the same bits...
+    for field in ["mean_u", "mean_v"] {
+        let bits = |report: &Value| report[field].as_f64().expect("a number").to_bits();
+        assert_eq!(bits(&one), bits(&two), "{field}: {one} vs {two}");
+    }
+    // ...and so are the state files, byte for byte.
+    for name in ["u.npy", "v.npy"] {
+        let read = |dir: &std::path::Path| std::fs::read(dir.join(name)).expect("a state file");
+        assert_eq!(read(&one_dir), read(&two_dir), "{name}");
+    }
+    // Without `-d`, `--model-devices 2` takes two devices of the kind.
+    let default_count = brusselator_on(&two_dir, &["--model-devices", "2"]);
+    assert_eq!(default_count["devices"], 2, "{default_count}");
+    assert_eq!(default_count["statistics"], one["statistics"]);
+    for dir in [one_dir, two_dir] {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
+
 #[test]
 fn bad_input_exits_with_2() {
     for (args, says) in [
@@ -152,6 +215,33 @@ fn bad_input_exits_with_2() {
         (
             vec!["ode", "brusselator", "--n", "4", "--rtol", "0"],
             "rtol",
+        ),
+        (
+            vec!["ode", "brusselator", "--n", "4", "--model-devices", "0"],
+            "`--model-devices` is 0",
+        ),
+        (
+            vec![
+                "ode",
+                "brusselator",
+                "--n",
+                "4",
+                "--model-devices",
+                "2",
+                "--kind",
+                "cpu",
+                "-d",
+                "3",
+            ],
+            "`--model-devices` is 2 but the device flags select 3 device(s)",
+        ),
+        (
+            vec!["ode", "brusselator", "--n", "4", "--kind", "cpu", "-d", "2"],
+            "`--model-devices` is 1 but the device flags select 2 device(s)",
+        ),
+        (
+            vec!["ode", "brusselator", "--n", "4", "--model-devices", "x"],
+            "--model-devices",
         ),
     ] {
         let out = tutti(&args);
