@@ -1,6 +1,7 @@
 //! The in-process transport: one thread per rank, exchanging through shared memory.
 
 use std::collections::HashMap;
+use std::ops::Deref;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 
@@ -75,7 +76,7 @@ impl LocalMailbox {
     }
 
     /// Rank `rank`'s view of the mailbox.
-    pub(crate) fn endpoint(&self, rank: usize) -> LocalEndpoint<'_> {
+    pub(crate) fn endpoint(&self, rank: usize) -> LocalEndpoint<&Self> {
         LocalEndpoint {
             mailbox: self,
             rank,
@@ -291,54 +292,18 @@ impl LocalMailbox {
     }
 }
 
-/// One rank's handle on a [`LocalMailbox`].
-pub(crate) struct LocalEndpoint<'a> {
-    mailbox: &'a LocalMailbox,
+/// One rank's handle on a [`LocalMailbox`]: the group's, borrowed (`&LocalMailbox`), or a
+/// sub-group's, shared by its members (`Arc<LocalMailbox>`, made by [`LocalMailbox::split`];
+/// the parent's abort reaches it).
+pub(crate) struct LocalEndpoint<M> {
+    mailbox: M,
     rank: usize,
 }
 
-impl Transport for LocalEndpoint<'_> {
-    fn rank(&self) -> usize {
-        self.rank
-    }
+/// The endpoint of a sub-group.
+pub(crate) type SubEndpoint = LocalEndpoint<Arc<LocalMailbox>>;
 
-    fn size(&self) -> usize {
-        self.mailbox.size
-    }
-
-    fn exchange(
-        &self,
-        signature: &Signature,
-        outgoing: Vec<Block>,
-    ) -> Result<Vec<Block>, CommError> {
-        self.mailbox.exchange(self.rank, signature, outgoing)
-    }
-
-    fn abort(&self) {
-        self.mailbox.abort();
-    }
-
-    fn leave(&self) {
-        self.mailbox.leave(self.rank);
-    }
-
-    fn is_aborted(&self) -> bool {
-        self.mailbox.is_aborted()
-    }
-
-    fn split(&self, color: usize, key: usize) -> Result<Box<dyn Transport + '_>, CommError> {
-        Ok(Box::new(self.mailbox.split(self.rank, color, key)?))
-    }
-}
-
-/// One rank's handle on a sub-group's mailbox, made by [`LocalMailbox::split`]. Its abort
-/// aborts only the sub-group (and those split from it); the parent's abort reaches it.
-pub(crate) struct SubEndpoint {
-    mailbox: Arc<LocalMailbox>,
-    rank: usize,
-}
-
-impl Transport for SubEndpoint {
+impl<M: Deref<Target = LocalMailbox> + Send + Sync> Transport for LocalEndpoint<M> {
     fn rank(&self) -> usize {
         self.rank
     }
