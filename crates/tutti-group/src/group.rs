@@ -9,7 +9,7 @@ use tutti_backend::{panic_message, BackendError, Device, GpuUse, Resources};
 
 use crate::comm::Comm;
 use crate::hybrid::{Layout, NodeMailbox};
-use crate::local::{LocalMailbox, SoloTransport};
+use crate::local::{self, LocalMailbox, SoloTransport};
 use crate::transport::{Block, Fabric, Signature, Transport};
 use crate::RunError;
 
@@ -185,7 +185,9 @@ impl Group {
     /// this call returns the first failure as it happened ([`RunError::Failed`] with the
     /// rank's own error, or [`RunError::Panicked`] with the panic message). A rank returning
     /// while others wait for it in a collective releases them with
-    /// [`crate::CommError::RankLeft`]. Nothing hangs on a failure.
+    /// [`crate::CommError::RankLeft`]. Nothing hangs on a failure. A failure that followed a
+    /// collective's `Aborted` or `RankLeft` on that rank is reported only when no rank failed
+    /// otherwise, so the caller sees the cause, not its echo.
     ///
     /// In a group spanning processes the result holds this process's rank only, and a
     /// failure in another process is [`RunError::Remote`] with that rank's error text.
@@ -213,15 +215,14 @@ impl Group {
             };
         }
         let mailbox = LocalMailbox::new(self.size());
-        let first_failure: Mutex<Option<RunError<E>>> = Mutex::new(None);
-        let fail = |failure: RunError<E>| {
+        let failures: Mutex<FirstFailures<E>> = Mutex::new(FirstFailures::default());
+        let fail = |failure: RunError<E>, relayed: bool| {
             // Record before aborting, so the original error is in place before any rank can
             // fail with `Aborted`.
-            let mut slot = first_failure
+            failures
                 .lock()
-                .unwrap_or_else(|poison| poison.into_inner());
-            slot.get_or_insert(failure);
-            drop(slot);
+                .unwrap_or_else(|poison| poison.into_inner())
+                .record(failure, relayed);
             mailbox.abort();
         };
         let results: Vec<Option<R>> = std::thread::scope(|scope| {
@@ -233,20 +234,21 @@ impl Group {
                     .spawn_scoped(scope, move || {
                         let endpoint = mailbox.endpoint(rank);
                         let comm = Comm::new(&endpoint, device);
-                        match catch_unwind(AssertUnwindSafe(|| work(&comm))) {
+                        local::reset_witness();
+                        let outcome = catch_unwind(AssertUnwindSafe(|| work(&comm)));
+                        let relayed = local::witnessed_others_failure();
+                        match outcome {
                             Ok(Ok(value)) => {
                                 endpoint.leave();
                                 Some(value)
                             }
                             Ok(Err(error)) => {
-                                fail(RunError::Failed { rank, error });
+                                fail(RunError::Failed { rank, error }, relayed);
                                 None
                             }
                             Err(payload) => {
-                                fail(RunError::Panicked {
-                                    rank,
-                                    message: panic_message(payload.as_ref()).to_string(),
-                                });
+                                let message = panic_message(payload.as_ref()).to_string();
+                                fail(RunError::Panicked { rank, message }, relayed);
                                 None
                             }
                         }
@@ -254,10 +256,8 @@ impl Group {
                 match spawned {
                     Ok(handle) => handles.push(handle),
                     Err(err) => {
-                        fail(RunError::Spawn {
-                            rank,
-                            message: err.to_string(),
-                        });
+                        let message = err.to_string();
+                        fail(RunError::Spawn { rank, message }, false);
                         break;
                     }
                 }
@@ -269,9 +269,10 @@ impl Group {
                 .map(|handle| handle.join().ok().flatten())
                 .collect()
         });
-        if let Some(failure) = first_failure
+        if let Some(failure) = failures
             .into_inner()
             .unwrap_or_else(|poison| poison.into_inner())
+            .into_reported()
         {
             return Err(failure);
         }
@@ -289,6 +290,44 @@ impl Group {
 }
 
 /// [`Group::run`] for this process's one rank of a group spanning processes.
+/// The failures of an in-process run, kept to report the one that started it.
+///
+/// A rank that fails after a collective told it [`crate::CommError::Aborted`] or
+/// [`crate::CommError::RankLeft`] may be failing only because another rank did: a rank that
+/// returns an error drops its sub-group handles first, so its sub-group's members can learn of
+/// its departure, and fail, before its own error is recorded. Such a relayed failure is
+/// reported only when no rank failed on its own.
+struct FirstFailures<E> {
+    own: Option<RunError<E>>,
+    relayed: Option<RunError<E>>,
+}
+
+impl<E> Default for FirstFailures<E> {
+    fn default() -> Self {
+        Self {
+            own: None,
+            relayed: None,
+        }
+    }
+}
+
+impl<E> FirstFailures<E> {
+    /// Keeps `failure` if it is the first of its kind.
+    fn record(&mut self, failure: RunError<E>, relayed: bool) {
+        let slot = if relayed {
+            &mut self.relayed
+        } else {
+            &mut self.own
+        };
+        slot.get_or_insert(failure);
+    }
+
+    /// The failure to report: the first own failure, else the first relayed one.
+    fn into_reported(self) -> Option<RunError<E>> {
+        self.own.or(self.relayed)
+    }
+}
+
 fn run_spanning<R, E, F>(
     fabric: &dyn Fabric,
     device: &Device,

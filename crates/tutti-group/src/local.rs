@@ -1,5 +1,6 @@
 //! The in-process transport: one thread per rank, exchanging through shared memory.
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::ops::Deref;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -11,6 +12,24 @@ use crate::CommError;
 /// How many times a rank waiting for a round checks for its end before it sleeps: about
 /// 10-30 microseconds of `spin_loop` hints.
 const SPIN_CHECKS: usize = 100;
+
+thread_local! {
+    /// Whether a collective on this thread has failed with [`CommError::Aborted`] or
+    /// [`CommError::RankLeft`]: errors that only relay another rank's failure or departure.
+    static WITNESSED_OTHERS_FAILURE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Forgets what [`witnessed_others_failure`] would report: called as a rank's work starts on
+/// its thread.
+pub(crate) fn reset_witness() {
+    WITNESSED_OTHERS_FAILURE.with(|seen| seen.set(false));
+}
+
+/// Whether a collective on this thread has failed because another rank failed or left since
+/// [`reset_witness`]: a rank failing after that may be failing only as a consequence.
+pub(crate) fn witnessed_others_failure() -> bool {
+    WITNESSED_OTHERS_FAILURE.with(Cell::get)
+}
 
 /// The shared state of one group's in-process exchanges.
 ///
@@ -206,6 +225,20 @@ impl LocalMailbox {
     }
 
     fn exchange(
+        &self,
+        rank: usize,
+        signature: &Signature,
+        outgoing: Vec<Block>,
+    ) -> Result<Vec<Block>, CommError> {
+        let result = self.exchange_round(rank, signature, outgoing);
+        if let Err(CommError::Aborted | CommError::RankLeft { .. }) = result {
+            WITNESSED_OTHERS_FAILURE.with(|seen| seen.set(true));
+        }
+        result
+    }
+
+    /// One round of [`Self::exchange`].
+    fn exchange_round(
         &self,
         rank: usize,
         signature: &Signature,

@@ -174,6 +174,35 @@ fn a_failure_in_one_sub_group_releases_the_others() {
 }
 
 #[test]
+fn the_failing_rank_is_reported_over_the_members_its_departure_released() {
+    // A rank returning an error drops its sub-group handle before the run records the error,
+    // so its sub-group's members learn it left, and fail, first. Widen that window: the run
+    // must still report the rank that failed on its own, not the echo.
+    let group = cpu_group(4);
+    let outcome = within_limit(move || {
+        group.run(|comm| {
+            let sub = comm.split(comm.rank() / 2, 0)?;
+            if comm.rank() == 3 {
+                drop(sub);
+                std::thread::sleep(std::time::Duration::from_millis(100));
+                return Err(TaskError::BadInput(3));
+            }
+            let mut x = [1.0];
+            sub.allreduce_sum(&mut x)?;
+            comm.barrier()?;
+            Ok(())
+        })
+    });
+    match outcome {
+        Err(RunError::Failed { rank, error }) => {
+            assert_eq!(rank, 3);
+            assert_eq!(error, TaskError::BadInput(3));
+        }
+        other => panic!("expected rank 3's own error, got {other:?}"),
+    }
+}
+
+#[test]
 fn a_member_that_drops_its_sub_group_is_reported_as_gone() {
     let group = cpu_group(2);
     let outcome = within_limit(move || {
