@@ -5,7 +5,9 @@
 //! columns. For each panel, the rank holding it factors it (its columns are up to date: it
 //! applied every earlier panel to them) and broadcasts it with its pivot rows; every rank of
 //! the range swaps those rows in its own columns and updates its own blocks right of the
-//! panel. At the end the owner gathers the columns back and keeps the factors and the
+//! panel. With a lookahead of one panel: the holder of the next panel updates that panel's
+//! block first and factors it before its other updates, so it is ready to broadcast while
+//! the other ranks are still updating, and no rank idles through a panel's factorization. At the end the owner gathers the columns back and keeps the factors and the
 //! contribution block, as if it had factored the front alone. Every column sees the kernel
 //! calls of [`crate::dense::factor_front`] on the same data, so the factors are bitwise
 //! those of one rank; the ranks of the range share the trailing updates, which dominate.
@@ -96,12 +98,19 @@ impl SharedFront<'_> {
         let mut swaps = Vec::with_capacity(p);
         let mut perturbed = 0;
         let mut message = Vec::new();
-        for panel in panels(p) {
+        let all_panels: Vec<Range<usize>> = panels(p).collect();
+        // The next panel, factored ahead by its holder (lookahead): its pivot rows and
+        // perturbed count.
+        let mut factored_ahead: Option<(Vec<usize>, usize)> = None;
+        for (i, panel) in all_panels.iter().enumerate() {
             let root = self.holder(block_of(panel.start));
             let width = panel.len();
             message.clear();
             if rank == root {
-                let (panel_swaps, count) = factor_panel(dense, m, p, panel.clone(), pivoting);
+                let (panel_swaps, count) = match factored_ahead.take() {
+                    Some(ahead) => ahead,
+                    None => factor_panel(dense, m, p, panel.clone(), pivoting),
+                };
                 perturbed += count;
                 message.extend_from_slice(&dense[panel.start * m..panel.end * m]);
                 // Row indices below p < 2^53: exact as doubles.
@@ -120,7 +129,22 @@ impl SharedFront<'_> {
                 if rank != root {
                     dense[panel.start * m..panel.end * m].copy_from_slice(&message[..width * m]);
                 }
+                // The holder of the next panel brings its block up to date and factors it
+                // before its other updates, so the next broadcast need not wait for them.
+                // Every column still sees the same kernel calls in the same order.
+                let next = all_panels
+                    .get(i + 1)
+                    .filter(|next| self.holder(block_of(next.start)) == rank);
+                let ahead_block = next.and_then(|_| column_blocks(panel.end, m).next());
+                if let (Some(next), Some(block)) = (next, ahead_block.clone()) {
+                    apply_swaps(dense, m, panel.start, &panel_swaps, block.clone());
+                    update_block(dense, m, panel.clone(), block);
+                    factored_ahead = Some(factor_panel(dense, m, p, next.clone(), pivoting));
+                }
                 for block in &mine {
+                    if ahead_block.as_ref() == Some(block) {
+                        continue;
+                    }
                     for columns in [
                         block.start..block.end.min(panel.start),
                         block.start.max(panel.end)..block.end,
@@ -131,7 +155,9 @@ impl SharedFront<'_> {
                     }
                 }
                 for block in column_blocks(panel.end, m) {
-                    if self.holder(block_of(block.start)) == rank {
+                    if self.holder(block_of(block.start)) == rank
+                        && ahead_block.as_ref() != Some(&block)
+                    {
                         update_block(dense, m, panel.clone(), block);
                     }
                 }
