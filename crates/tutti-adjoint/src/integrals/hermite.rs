@@ -1,6 +1,8 @@
 //! McMurchie–Davidson building blocks: Hermite expansion coefficients E and the Hermite
 //! Coulomb integrals R (Helgaker, Jorgensen, Olsen, ch. 9).
 
+use std::sync::OnceLock;
+
 use crate::boys::boys;
 
 /// 1-D Hermite expansion coefficients of the product of two Cartesian Gaussians,
@@ -108,6 +110,133 @@ pub fn coulomb(order: usize, alpha: f64, pc: [f64; 3], out: &mut Vec<f64>, scrat
     let (boys_values, work) = scratch.split_at_mut(d);
     let work = &mut work[..cube];
     boys(t_arg, boys_values);
+    let Some(schedule) = schedule(order) else {
+        recursion_by_loops(order, alpha, pc, boys_values, out, work);
+        return;
+    };
+    // Level n holds R^n_{tuv} for t + u + v <= order - n; go from n = order down to 0,
+    // alternating between `out` and `work` so that level 0 ends in `out`. Each level runs
+    // the schedule's steps of degree <= order - n: the same arithmetic, entry by entry, as
+    // `recursion_by_loops`, without its branches and index arithmetic.
+    let minus_two_alpha = -2.0 * alpha;
+    let mut power = minus_two_alpha.powi(order as i32);
+    let mut levels: [&mut [f64]; 2] = [&mut out[..cube], work];
+    for n in (0..=order).rev() {
+        let (current, previous) = if (n % 2) == 0 {
+            let [a, b] = &mut levels;
+            (&mut **a, &**b)
+        } else {
+            let [a, b] = &mut levels;
+            (&mut **b, &**a)
+        };
+        current[0] = power * boys_values[n];
+        let top = order - n;
+        for step in &schedule.single[..schedule.single_ends[top]] {
+            current[step.target] = pc[step.axis] * previous[step.first];
+        }
+        for step in &schedule.double[..schedule.double_ends[top]] {
+            let mut value = pc[step.axis] * previous[step.first];
+            value += step.coefficient * previous[step.second];
+            current[step.target] = value;
+        }
+        if n > 0 {
+            power /= minus_two_alpha;
+        }
+    }
+}
+
+/// The highest order whose recursion is scheduled ([`schedule`]); higher orders run
+/// [`recursion_by_loops`].
+const SCHEDULED_ORDER: usize = 24;
+
+/// One entry of the recursion R^n_{tuv} = X_a R^{n+1}_{..k-1..} + (k - 1) R^{n+1}_{..k-2..},
+/// along the first axis `a` with a non-zero index k: cube offsets of the entry and of its
+/// sources.
+#[derive(Clone, Copy, Debug)]
+struct Step {
+    target: usize,
+    first: usize,
+    second: usize,
+    axis: usize,
+    coefficient: f64,
+}
+
+/// The recursion's steps of one order, by degree t + u + v (ascending), split into those
+/// with one term (k = 1) and those with two; `*_ends[g]` is the number of steps of degree
+/// at most `g`.
+#[derive(Debug)]
+struct Schedule {
+    single: Vec<Step>,
+    single_ends: Vec<usize>,
+    double: Vec<Step>,
+    double_ends: Vec<usize>,
+}
+
+impl Schedule {
+    fn new(order: usize) -> Self {
+        let d = order + 1;
+        let index = |[t, u, v]: [usize; 3]| (t * d + u) * d + v;
+        let (mut single, mut double) = (Vec::new(), Vec::new());
+        let (mut single_ends, mut double_ends) = (vec![0], vec![0]);
+        for degree in 1..=order {
+            for tuv in hermite_indices(order)
+                .into_iter()
+                .filter(|tuv| tuv.iter().sum::<usize>() == degree)
+            {
+                let axis = tuv.iter().position(|&k| k > 0).unwrap_or(0);
+                let k = tuv[axis];
+                let mut first = tuv;
+                first[axis] -= 1;
+                let mut step = Step {
+                    target: index(tuv),
+                    first: index(first),
+                    second: 0,
+                    axis,
+                    coefficient: 0.0,
+                };
+                if k > 1 {
+                    let mut second = first;
+                    second[axis] -= 1;
+                    step.second = index(second);
+                    step.coefficient = (k - 1) as f64;
+                    double.push(step);
+                } else {
+                    single.push(step);
+                }
+            }
+            single_ends.push(single.len());
+            double_ends.push(double.len());
+        }
+        Self {
+            single,
+            single_ends,
+            double,
+            double_ends,
+        }
+    }
+}
+
+/// The schedule of `order`, built on first use; `None` above [`SCHEDULED_ORDER`].
+fn schedule(order: usize) -> Option<&'static Schedule> {
+    static SCHEDULES: [OnceLock<Schedule>; SCHEDULED_ORDER + 1] =
+        [const { OnceLock::new() }; SCHEDULED_ORDER + 1];
+    SCHEDULES
+        .get(order)
+        .map(|cell| cell.get_or_init(|| Schedule::new(order)))
+}
+
+/// The recursion of [`coulomb`] for `order` >= 3 by nested loops over the simplex: the
+/// reference the schedule is tested against, and the path above [`SCHEDULED_ORDER`].
+fn recursion_by_loops(
+    order: usize,
+    alpha: f64,
+    pc: [f64; 3],
+    boys_values: &[f64],
+    out: &mut [f64],
+    work: &mut [f64],
+) {
+    let d = order + 1;
+    let cube = d * d * d;
     let index = |t: usize, u: usize, v: usize| (t * d + u) * d + v;
     // Level n holds R^n_{tuv} for t + u + v <= order - n; go from n = order down to 0,
     // alternating between `out` and `work` so that level 0 ends in `out`.
@@ -188,6 +317,43 @@ mod tests {
             low[(t * (order + 1) + u) * (order + 1) + v] = out[(t * d + u) * d + v];
         }
         low
+    }
+
+    #[test]
+    fn the_scheduled_recursion_has_the_bits_of_the_loops() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut uniform = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 11) as f64 / (1u64 << 53) as f64
+        };
+        for order in 3..=SCHEDULED_ORDER {
+            for _ in 0..4 {
+                let alpha = 0.01 + 20.0 * uniform();
+                let pc = [
+                    4.0 * uniform() - 2.0,
+                    4.0 * uniform() - 2.0,
+                    4.0 * uniform() - 2.0,
+                ];
+                let (mut out, mut scratch) = (Vec::new(), Vec::new());
+                coulomb(order, alpha, pc, &mut out, &mut scratch);
+                let d = order + 1;
+                let t_arg = alpha * (pc[0] * pc[0] + pc[1] * pc[1] + pc[2] * pc[2]);
+                let mut boys_values = vec![0.0; d];
+                boys(t_arg, &mut boys_values);
+                let (mut want, mut work) = (vec![0.0; d * d * d], vec![0.0; d * d * d]);
+                recursion_by_loops(order, alpha, pc, &boys_values, &mut want, &mut work);
+                for [t, u, v] in hermite_indices(order) {
+                    let at = (t * d + u) * d + v;
+                    assert_eq!(
+                        out[at].to_bits(),
+                        want[at].to_bits(),
+                        "order {order} {t}{u}{v}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]
