@@ -11,7 +11,8 @@
 //!   the l + 2 exponent derivative of a primitive); [`boys`]: the Boys function.
 //! - [`fock`]: Coulomb and exchange matrices, serial reference and a build split among
 //!   ranks (each rank's share of the shell pairs threaded on its device's pool);
-//!   [`scf`]: RHF with DIIS.
+//!   [`scf`]: RHF with DIIS from a superposition of atomic densities, with incremental,
+//!   density-screened J/K builds.
 //! - [`gradient`]: dE/d alpha_i and dE/d c_i for every primitive of every shell (PySCF's
 //!   parameter convention), a serial reference and a path split among ranks over shell
 //!   pairs; per-atom and per-element results, JSON.
@@ -48,6 +49,7 @@ pub mod boys;
 mod error;
 pub mod fock;
 pub mod gradient;
+mod guess;
 pub mod integrals;
 pub mod molecule;
 mod plan;
@@ -63,7 +65,7 @@ pub use gradient::{
 };
 pub use molecule::{Atom, Molecule};
 pub use plan::{plan, plan_gradient};
-pub use scf::{rhf, rhf_on, RhfResult, ScfOptions, Timings};
+pub use scf::{initial_density, rhf, rhf_on, InitialGuess, RhfResult, ScfOptions, Timings};
 #[doc(hidden)]
 pub use scf::{Fault, FaultPoint};
 pub use summary::EnergySummary;

@@ -11,12 +11,12 @@ use tutti_backend::{Device, Resources};
 use tutti_group::Group;
 use tutti_plan::{Budget, ObjectSpec, Plan, Planner, Tier};
 
-use crate::basis::Basis;
+use crate::basis::{function_count, AngularKind, Basis};
 use crate::error::Result;
 use crate::gradient::GradientOptions;
 use crate::integrals::cartesian::components;
 use crate::molecule::Molecule;
-use crate::scf::{validate, ScfOptions};
+use crate::scf::{validate, InitialGuess, ScfOptions};
 
 const F64: u64 = std::mem::size_of::<f64>() as u64;
 
@@ -111,6 +111,20 @@ pub(crate) fn scf_objects(
             2 * options.diis_vectors as u64,
         )));
     }
+    if options.full_rebuild_every > 1 {
+        objects.push(device(ObjectSpec::per_device(
+            "incremental J/K (previous P, J and K; the change of P)",
+            matrix,
+            4,
+        )));
+    }
+    if options.guess == InitialGuess::Atoms {
+        objects.push(device(ObjectSpec::shared(
+            "initial guess (atomic densities, the largest atom's SCF)",
+            matrix + atomic_scf_bytes(basis),
+            1,
+        )));
+    }
     if ranks > 1 && !options.serial_fock {
         // The rank's partial J/K and, at the reducing rank, one incoming block per rank.
         objects.push(device(ObjectSpec::per_device(
@@ -164,12 +178,40 @@ pub(crate) fn gradient_objects(
     objects
 }
 
+/// Bytes of the largest atomic SCF of the atomic-density guess: over the atom's shells of
+/// the angular momenta its configuration may occupy (l <= 2 up to Kr; an upper bound), their
+/// ERI pair tables, their whole ERI tensor and their atom-sized matrices (S, H, T, V, the
+/// density; the radial blocks and their DIIS history are smaller).
+fn atomic_scf_bytes(basis: &Basis) -> u64 {
+    let shells = basis.shells();
+    let atoms = shells.iter().map(|s| s.atom + 1).max().unwrap_or(0);
+    (0..atoms)
+        .map(|atom| {
+            let occupied: Vec<crate::basis::Shell> = shells
+                .iter()
+                .filter(|s| s.atom == atom && s.l <= 2)
+                .cloned()
+                .collect();
+            let nao: u64 = occupied
+                .iter()
+                .map(|s| function_count(s.l, AngularKind::Spherical) as u64)
+                .sum();
+            shell_pair_bytes(&occupied) + (nao * nao + 5) * nao * nao * F64
+        })
+        .max()
+        .unwrap_or(0)
+}
+
 /// Bytes of the ERI engine's canonical shell-pair tables: per pair the Hermite pattern and
 /// row starts, per primitive pair the expansion values twice (plain and signed), its
 /// exponent, centre and bound (an upper bound: pairs with a zero weight are dropped).
 pub(crate) fn pair_data_bytes(basis: &Basis) -> u64 {
+    shell_pair_bytes(basis.shells())
+}
+
+/// [`pair_data_bytes`] of the canonical pairs of `shells`.
+fn shell_pair_bytes(shells: &[crate::basis::Shell]) -> u64 {
     let usize_bytes = std::mem::size_of::<usize>() as u64;
-    let shells = basis.shells();
     let mut total = 0u64;
     for (a, shell_a) in shells.iter().enumerate() {
         let monomials_a = components(shell_a.l);

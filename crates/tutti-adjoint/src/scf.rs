@@ -2,19 +2,31 @@
 //!
 //! `F = H + J[P] - K[P]/2` with `P = 2 C_occ C_occ^T`; E = tr(P (H + F)) / 2 + E_nuc. The AO
 //! basis is orthogonalized canonically (X = U s^(-1/2), eigenvalues of S below
-//! [`ScfOptions::linear_dependence`] dropped). Guess: the core Hamiltonian. DIIS
-//! extrapolates F from the last [`ScfOptions::diis_vectors`] Fock matrices with the error
-//! X^T (F P S - S P F) X. Converged when, between two iterations, the energy changes by less
-//! than [`ScfOptions::energy_tolerance`] and no density element by more than
-//! [`ScfOptions::density_tolerance`].
-
+//! [`ScfOptions::linear_dependence`] dropped). Guess ([`ScfOptions::guess`]): a superposition
+//! of spherically averaged atomic densities ([`InitialGuess::Atoms`], the default) or the
+//! core Hamiltonian; the first Fock matrix is that of the guess density, and its
+//! diagonalization gives the first orbitals. DIIS extrapolates F from the last
+//! [`ScfOptions::diis_vectors`] Fock matrices (from iteration [`ScfOptions::diis_start`] on)
+//! with the error X^T (F P S - S P F) X.
+//!
+//! J and K are built incrementally: from the density change since the previous iteration,
+//! added to the previous J and K, with density-weighted Schwarz screening
+//! ([`FockBuilder::with_density_screening`]); every [`ScfOptions::full_rebuild_every`]-th
+//! build is from the whole density, which bounds the drift of the sums. Converged when,
+//! between two iterations, the energy changes by less than [`ScfOptions::energy_tolerance`]
+//! and no density element by more than [`ScfOptions::density_tolerance`]. The density
+//! change is known before an iteration's build, and a build after a change within the
+//! tolerance is always a full one, so the converged energy and orbitals are those of a full
+//! build.
 //!
 //! On a group of ranks ([`ScfOptions::resources`]) every rank runs this driver, replicated;
 //! each J/K build is split among the ranks ([`FockBuilder::partial`]: its share of the bra
 //! pairs, largest first, on its device's thread pool) and the partial sums are added in rank
 //! order (`allreduce_sum`), so every rank holds the same J and K bits. Each new density (and
 //! the final orbitals) is then taken from rank 0, so the ranks follow one trajectory even
-//! where their pools' sizes, and so their dense linear algebra's rounding, differ.
+//! where their pools' sizes, and so their dense linear algebra's rounding, differ. The guess
+//! is computed once before the ranks start, serially, so it is the same bits for any rank or
+//! thread count.
 
 use std::time::Instant;
 
@@ -28,9 +40,11 @@ use crate::fock::{CoulombExchange, FockBuilder};
 use crate::integrals::{kinetic, nuclear_attraction, overlap, EriEngine};
 use crate::molecule::Molecule;
 
-/// SCF settings. Defaults: energy 1e-10 Eh, density 1e-8, 128 iterations, 8 DIIS vectors,
-/// Schwarz threshold 1e-14, linear dependence 1e-9, [`Resources::default`] (every GPU, else
-/// one simulated device owning all cores), threaded Fock build.
+/// SCF settings. Defaults: energy 1e-10 Eh, density 1e-8, 128 iterations, the atomic-density
+/// guess, 8 DIIS vectors from the first iteration, a full J/K rebuild every 8th build
+/// (incremental builds in between), Schwarz threshold 1e-14, linear dependence 1e-9,
+/// [`Resources::default`] (every GPU, else one simulated device owning all cores), threaded
+/// Fock build.
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct ScfOptions {
@@ -42,7 +56,21 @@ pub struct ScfOptions {
     pub max_iterations: usize,
     /// DIIS subspace size (0 or 1 disables DIIS).
     pub diis_vectors: usize,
-    /// Quartets with Schwarz bound Q_ab Q_cd below this are skipped.
+    /// The first iteration whose Fock matrix enters the DIIS subspace (at least 1; default
+    /// 1); earlier iterations diagonalize their own Fock matrix. (Leaving out the Fock matrix
+    /// of the atomic guess, 2, measured the same iteration counts; 3 one more.)
+    pub diis_start: usize,
+    /// The starting density (default [`InitialGuess::Atoms`]).
+    pub guess: InitialGuess,
+    /// Every this many J/K builds one is from the whole density; the others are from the
+    /// density change since the previous iteration, added to the previous J and K (at least
+    /// 1; 1 makes every build a full one; default 8). Whatever the setting, the first build
+    /// and every build after a density change within [`ScfOptions::density_tolerance`] (so
+    /// the converged iteration's) are full ones.
+    pub full_rebuild_every: usize,
+    /// Quartets with Schwarz bound Q_ab Q_cd below this are skipped, and so are those whose
+    /// bound times the largest element of the density (or, in an incremental build, of the
+    /// density change) over the quartet's shell blocks is below it.
     pub schwarz_threshold: f64,
     /// Eigenvalues of S below this are dropped from the orthogonal basis.
     pub linear_dependence: f64,
@@ -101,6 +129,24 @@ impl Fault {
     }
 }
 
+/// Where the SCF starts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum InitialGuess {
+    /// The orbitals of the core Hamiltonian H = T + V, occupied by aufbau.
+    Core,
+    /// A superposition of atomic densities (SAD): for each distinct atom (element and
+    /// shells), a spherically averaged RHF of the neutral atom alone in its own shells of the
+    /// molecule's basis, with the electrons of each angular momentum of the element's
+    /// ground-state configuration spread evenly over the functions of its partially filled
+    /// shell; the molecular guess is the block-diagonal sum of the atomic densities, not
+    /// rescaled (its trace with S is the neutral atoms' electron count, which the first
+    /// diagonalization corrects for a charged molecule). Falls back to [`InitialGuess::Core`]
+    /// when an atom's shells cannot hold its configuration (too few functions of some l).
+    #[default]
+    Atoms,
+}
+
 impl Default for ScfOptions {
     fn default() -> Self {
         Self {
@@ -108,6 +154,9 @@ impl Default for ScfOptions {
             density_tolerance: 1e-8,
             max_iterations: 128,
             diis_vectors: 8,
+            diis_start: 1,
+            guess: InitialGuess::default(),
+            full_rebuild_every: 8,
             schwarz_threshold: 1e-14,
             linear_dependence: 1e-9,
             resources: Resources::default(),
@@ -149,19 +198,45 @@ impl ScfOptions {
         self.max_iterations = iterations;
         self
     }
+
+    /// These options starting from `guess` (see [`ScfOptions::guess`]).
+    pub fn with_guess(mut self, guess: InitialGuess) -> Self {
+        self.guess = guess;
+        self
+    }
+
+    /// These options with a full J/K rebuild every `builds` builds (see
+    /// [`ScfOptions::full_rebuild_every`]).
+    pub fn with_full_rebuild_every(mut self, builds: usize) -> Self {
+        self.full_rebuild_every = builds;
+        self
+    }
+
+    /// These options with `vectors` DIIS vectors, the first from iteration `start` (see
+    /// [`ScfOptions::diis_vectors`] and [`ScfOptions::diis_start`]).
+    pub fn with_diis(mut self, vectors: usize, start: usize) -> Self {
+        self.diis_vectors = vectors;
+        self.diis_start = start;
+        self
+    }
 }
 
 /// Wall-clock times of an RHF run, seconds.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Timings {
-    /// One-electron integrals, shell-pair data and Schwarz bounds.
+    /// One-electron integrals, shell-pair data and Schwarz bounds, and the initial guess.
     pub setup: f64,
+    /// The initial guess's atomic SCFs (part of `setup`; 0 for the core guess, which each
+    /// rank diagonalizes in its first iteration).
+    pub guess: f64,
     /// All Fock (J/K) builds together.
     pub fock: f64,
     /// The whole SCF including setup.
     pub total: f64,
     /// Number of J/K builds.
     pub fock_builds: usize,
+    /// How many of them were from the whole density (the others from a density change).
+    pub full_fock_builds: usize,
 }
 
 /// A converged RHF calculation.
@@ -237,6 +312,43 @@ pub fn rhf_on(
     first_rank(results)
 }
 
+/// The density (nao x nao) the SCF of `molecule` in `basis` starts from under
+/// `options.guess`: for [`InitialGuess::Atoms`] the block-diagonal superposition of atomic
+/// densities (computed serially before any rank starts, so the same bits whatever
+/// `options.resources`; the core guess where it falls back); for [`InitialGuess::Core`] the
+/// aufbau density P = 2 C_occ C_occ^T of the core Hamiltonian's orbitals (which the SCF
+/// computes on rank 0's pool, so equal to this up to the dense linear algebra's rounding).
+///
+/// Errors: bad options, an odd electron count, more occupied orbitals than independent
+/// functions, a failed eigendecomposition.
+pub fn initial_density(
+    molecule: &Molecule,
+    basis: &Basis,
+    options: &ScfOptions,
+) -> Result<Mat<f64>> {
+    validate(options)?;
+    let occupied = occupied_orbitals(molecule)?;
+    if options.guess == InitialGuess::Atoms {
+        if let Some(density) = crate::guess::atomic_densities(molecule, basis, options)? {
+            return Ok(density);
+        }
+    }
+    let s = overlap(basis);
+    let h = kinetic(basis) + nuclear_attraction(basis, molecule);
+    let x = orthogonalizer(s.as_ref(), options.linear_dependence)?;
+    if occupied > x.ncols() {
+        return Err(invalid(
+            "basis",
+            format!(
+                "{occupied} occupied orbitals but only {} independent functions",
+                x.ncols()
+            ),
+        ));
+    }
+    let (_, orbitals) = diagonalize(h.as_ref(), x.as_ref())?;
+    Ok(density_of(orbitals.as_ref(), occupied))
+}
+
 /// Rank 0's result of a group run (every rank returns the same bits).
 pub(crate) fn first_rank<R>(results: Vec<R>) -> Result<R> {
     results.into_iter().next().ok_or_else(|| {
@@ -258,11 +370,15 @@ pub(crate) fn occupied_orbitals(molecule: &Molecule) -> Result<usize> {
 }
 
 /// What every rank's SCF reads, built once before the ranks start: one-electron matrices,
-/// the orthogonalizer and the J/K builder over a shared ERI engine.
+/// the orthogonalizer, the atomic-density guess and the J/K builder over a shared ERI engine.
 pub(crate) struct Setup<'e> {
     s: Mat<f64>,
     h: Mat<f64>,
     x: Mat<f64>,
+    /// The starting density when it does not come from the core Hamiltonian.
+    guess: Option<Mat<f64>>,
+    /// Seconds spent on `guess`.
+    guess_seconds: f64,
     builder: FockBuilder<'e>,
     occupied: usize,
     nuclear_repulsion: f64,
@@ -286,7 +402,8 @@ impl<'e> Setup<'e> {
         let occupied = occupied_orbitals(molecule)?;
         let s = overlap(basis);
         let h = kinetic(basis) + nuclear_attraction(basis, molecule);
-        let builder = FockBuilder::new(engine, options.schwarz_threshold);
+        let builder =
+            FockBuilder::new(engine, options.schwarz_threshold).with_density_screening(true);
         let x = orthogonalizer(s.as_ref(), options.linear_dependence)?;
         if occupied > x.ncols() {
             return Err(invalid(
@@ -297,10 +414,18 @@ impl<'e> Setup<'e> {
                 ),
             ));
         }
+        let guess_start = Instant::now();
+        let guess = match options.guess {
+            InitialGuess::Core => None,
+            InitialGuess::Atoms => crate::guess::atomic_densities(molecule, basis, options)?,
+        };
+        let guess_seconds = guess_start.elapsed().as_secs_f64();
         Ok(Self {
             s,
             h,
             x,
+            guess,
+            guess_seconds,
             builder,
             occupied,
             nuclear_repulsion: molecule.nuclear_repulsion(),
@@ -339,6 +464,7 @@ pub(crate) fn scf_rank(
         s,
         h,
         x,
+        guess,
         builder,
         occupied,
         nuclear_repulsion,
@@ -347,30 +473,64 @@ pub(crate) fn scf_rank(
     let (occupied, nuclear_repulsion) = (*occupied, *nuclear_repulsion);
     let mut timings = Timings {
         setup: setup.seconds,
+        guess: setup.guess_seconds,
         ..Timings::default()
     };
+    let rebuild_every = options.full_rebuild_every.max(1);
 
-    let mut density = pool.install(|| {
-        diagonalize(h.as_ref(), x.as_ref()).map(|(_, guess)| density_of(guess.as_ref(), occupied))
-    })?;
+    let mut density = match guess {
+        Some(guess) => guess.clone(),
+        None => pool.install(|| {
+            diagonalize(h.as_ref(), x.as_ref())
+                .map(|(_, guess)| density_of(guess.as_ref(), occupied))
+        })?,
+    };
     agree(comm, &mut density)?;
     let mut diis = Diis::new(options.diis_vectors);
+    // J and K of the previous iteration and the density they are of: the base of the next
+    // incremental build.
+    let mut built: Option<(CoulombExchange, Mat<f64>)> = None;
+    let mut incremental_builds = 0usize;
     let mut previous_energy = f64::NAN;
     let mut delta_energy = f64::INFINITY;
     let mut delta_density = f64::INFINITY;
     for iteration in 1..=options.max_iterations {
         Fault::strike(options.fault, rank, FaultPoint::FockBuild(iteration))?;
         let fock_start = Instant::now();
-        let CoulombExchange { coulomb, exchange } = if options.serial_fock {
-            builder.serial(density.as_ref())
-        } else {
-            let mut partial = pool.install(|| builder.partial(density.as_ref(), rank, ranks));
+        // An iteration can only converge when the density change that led to it is within
+        // tolerance, known before the build: such an iteration's build is a full one, so the
+        // final energy is always that of a full build.
+        let full = built.is_none()
+            || incremental_builds + 1 >= rebuild_every
+            || delta_density < options.density_tolerance;
+        let build = |matrix: MatRef<'_, f64>| -> Result<CoulombExchange> {
+            if options.serial_fock {
+                return Ok(builder.serial(matrix));
+            }
+            let mut partial = pool.install(|| builder.partial(matrix, rank, ranks));
             comm.allreduce_sum(partial.as_mut_slice())?;
-            partial.finish()
+            Ok(partial.finish())
         };
+        let jk = match built.take() {
+            Some((previous, previous_density)) if !full => {
+                let change = &density - &previous_density;
+                let CoulombExchange { coulomb, exchange } = build(change.as_ref())?;
+                CoulombExchange {
+                    coulomb: previous.coulomb + coulomb,
+                    exchange: previous.exchange + exchange,
+                }
+            }
+            _ => build(density.as_ref())?,
+        };
+        if full {
+            incremental_builds = 0;
+            timings.full_fock_builds += 1;
+        } else {
+            incremental_builds += 1;
+        }
         timings.fock += fock_start.elapsed().as_secs_f64();
         timings.fock_builds += 1;
-        let fock = h + &coulomb - exchange * 0.5;
+        let fock = h + &jk.coulomb - &jk.exchange * 0.5;
         let electronic_energy = 0.5 * trace_product(density.as_ref(), (h + &fock).as_ref());
         let energy = electronic_energy + nuclear_repulsion;
         if iteration > 1 {
@@ -389,6 +549,7 @@ pub(crate) fn scf_rank(
             );
         }
         if delta_energy < options.energy_tolerance && delta_density < options.density_tolerance {
+            debug_assert!(full, "a converged iteration's build is a full one");
             let (orbital_energies, mut coefficients) =
                 pool.install(|| diagonalize(fock.as_ref(), x.as_ref()))?;
             agree(comm, &mut coefficients)?;
@@ -414,17 +575,22 @@ pub(crate) fn scf_rank(
             });
         }
         previous_energy = energy;
+        let diis_iteration = iteration >= options.diis_start;
         let mut next = pool.install(|| {
             let fps = &fock * &density * s;
             let commutator = &fps - fps.transpose();
             let error = x.transpose() * &commutator * x;
-            let extrapolated = diis.extrapolate(fock, error);
+            let extrapolated = if diis_iteration {
+                diis.extrapolate(fock, error)
+            } else {
+                fock
+            };
             diagonalize(extrapolated.as_ref(), x.as_ref())
                 .map(|(_, coefficients)| density_of(coefficients.as_ref(), occupied))
         })?;
         agree(comm, &mut next)?;
         delta_density = max_abs_difference(next.as_ref(), density.as_ref());
-        density = next;
+        built = Some((jk, std::mem::replace(&mut density, next)));
     }
     Err(AdjointError::NotConverged {
         iterations: options.max_iterations,
@@ -454,6 +620,12 @@ pub(crate) fn validate(options: &ScfOptions) -> Result<()> {
     }
     if options.max_iterations == 0 {
         return Err(invalid("max_iterations", "0; expected at least 1"));
+    }
+    if options.diis_start == 0 {
+        return Err(invalid("diis_start", "0; expected at least 1"));
+    }
+    if options.full_rebuild_every == 0 {
+        return Err(invalid("full_rebuild_every", "0; expected at least 1"));
     }
     Ok(())
 }
@@ -495,7 +667,8 @@ fn density_of(coefficients: MatRef<'_, f64>, occupied: usize) -> Mat<f64> {
     density
 }
 
-fn trace_product(a: MatRef<'_, f64>, b: MatRef<'_, f64>) -> f64 {
+/// tr(A B), summed in row-major order of A.
+pub(crate) fn trace_product(a: MatRef<'_, f64>, b: MatRef<'_, f64>) -> f64 {
     let mut sum = 0.0;
     for i in 0..a.nrows() {
         for j in 0..a.ncols() {
@@ -505,7 +678,8 @@ fn trace_product(a: MatRef<'_, f64>, b: MatRef<'_, f64>) -> f64 {
     sum
 }
 
-fn max_abs_difference(a: MatRef<'_, f64>, b: MatRef<'_, f64>) -> f64 {
+/// max |A - B| over the elements.
+pub(crate) fn max_abs_difference(a: MatRef<'_, f64>, b: MatRef<'_, f64>) -> f64 {
     let mut largest: f64 = 0.0;
     for i in 0..a.nrows() {
         for j in 0..a.ncols() {
@@ -516,14 +690,14 @@ fn max_abs_difference(a: MatRef<'_, f64>, b: MatRef<'_, f64>) -> f64 {
 }
 
 /// Pulay's DIIS over the last few (Fock, error) pairs.
-struct Diis {
+pub(crate) struct Diis {
     capacity: usize,
     focks: Vec<Mat<f64>>,
     errors: Vec<Mat<f64>>,
 }
 
 impl Diis {
-    fn new(capacity: usize) -> Self {
+    pub(crate) fn new(capacity: usize) -> Self {
         Self {
             capacity,
             focks: Vec::new(),
@@ -533,7 +707,7 @@ impl Diis {
 
     /// Stores the pair and returns the extrapolated Fock matrix (the given one while fewer
     /// than two pairs are stored or the DIIS equations are singular).
-    fn extrapolate(&mut self, fock: Mat<f64>, error: Mat<f64>) -> Mat<f64> {
+    pub(crate) fn extrapolate(&mut self, fock: Mat<f64>, error: Mat<f64>) -> Mat<f64> {
         if self.capacity < 2 {
             return fock;
         }
@@ -555,6 +729,17 @@ impl Diis {
                 }
                 system[i * (n + 1) + n] = -1.0;
                 system[n * (n + 1) + i] = -1.0;
+            }
+            // Scale the error overlaps to a largest diagonal of 1: the weights do not change,
+            // and near convergence (errors of 1e-7, overlaps of 1e-14) the singularity test
+            // of `solve` then still tells dependent errors from small ones.
+            let largest = (0..n).fold(0.0f64, |m, i| m.max(system[i * (n + 1) + i]));
+            if largest > 0.0 {
+                for i in 0..n {
+                    for j in 0..n {
+                        system[i * (n + 1) + j] /= largest;
+                    }
+                }
             }
             rhs[n] = -1.0;
             if let Some(weights) = solve(&mut system, &mut rhs, n + 1) {
