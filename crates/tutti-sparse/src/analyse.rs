@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::ordering::{
     grid_dissection, metis_dissection, nested_dissection, Grid, OrderingOptions,
 };
-use crate::{CsrMatrix, Graph, SeparatorTree, SparseError, Symbolic};
+use crate::{CsrMatrix, Graph, Scalar, SeparatorTree, SparseError, Symbolic};
 
 /// How to order a matrix before factoring it.
 #[derive(Clone, Debug, PartialEq)]
@@ -43,7 +43,10 @@ impl Default for OrderingMethod {
 /// Errors: a matrix that is not square; a grid of another size than the matrix; an ordering
 /// that is not an assembly tree for the pattern; a structurally singular pattern (an empty
 /// row or column).
-pub fn analyse(a: &CsrMatrix, method: &OrderingMethod) -> Result<Arc<Symbolic>, SparseError> {
+pub fn analyse<T: Scalar>(
+    a: &CsrMatrix<T>,
+    method: &OrderingMethod,
+) -> Result<Arc<Symbolic>, SparseError> {
     if a.rows() != a.cols() {
         return Err(SparseError::NotSquare {
             rows: a.rows(),

@@ -4,7 +4,7 @@
 //! with new values needs.
 
 use crate::csr::CsrMatrix;
-use crate::SparseError;
+use crate::{Scalar, SparseError};
 
 /// Which way the caller's arrays are compressed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -87,12 +87,12 @@ impl Assembly {
         self.slots.len()
     }
 
-    /// The matrix with `values` in the caller's order, duplicates summed.
+    /// The matrix with `values` (real or complex) in the caller's order, duplicates summed.
     ///
     /// Errors: `values` of another length than [`Assembly::entries`]
     /// ([`SparseError::LengthMismatch`]); a value that is not finite
     /// ([`SparseError::NonFinite`], at its row and column).
-    pub fn matrix(&self, values: &[f64]) -> Result<CsrMatrix, SparseError> {
+    pub fn matrix<T: Scalar>(&self, values: &[T]) -> Result<CsrMatrix<T>, SparseError> {
         if values.len() != self.slots.len() {
             return Err(SparseError::LengthMismatch {
                 what: "values",
@@ -101,7 +101,7 @@ impl Assembly {
             });
         }
         let mut summed = try_vec(self.pattern.nnz())?;
-        summed.resize(self.pattern.nnz(), 0.0);
+        summed.resize(self.pattern.nnz(), T::ZERO);
         for (&slot, &value) in self.slots.iter().zip(values) {
             if !value.is_finite() {
                 let row = self
@@ -110,11 +110,15 @@ impl Assembly {
                     .partition_point(|&start| start <= slot)
                     - 1;
                 let col = self.pattern.indices()[slot];
-                return Err(SparseError::NonFinite { row, col, value });
+                return Err(SparseError::NonFinite {
+                    row,
+                    col,
+                    value: value.non_finite_part(),
+                });
             }
             summed[slot] += value;
         }
-        self.pattern.with_values(summed)
+        self.pattern.with_values_of(summed)
     }
 }
 

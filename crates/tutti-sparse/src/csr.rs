@@ -1,22 +1,23 @@
 //! Compressed sparse row matrices: validated on construction, rows sorted, duplicates summed.
 
-use crate::SparseError;
+use crate::{Scalar, SparseError};
 
-/// A real sparse matrix in compressed sparse row form.
+/// A sparse matrix in compressed sparse row form, real (`T = f64`, the default) or complex
+/// (`T = c64`).
 ///
 /// Row `i` holds the columns `indices[indptr[i]..indptr[i + 1]]`, strictly increasing, with
 /// their `values`. Explicit zeros are kept: they are part of the pattern a factorization is
 /// analysed for (a Jacobian whose entry vanishes at one time step keeps its slot).
 #[derive(Clone, Debug, PartialEq)]
-pub struct CsrMatrix {
+pub struct CsrMatrix<T = f64> {
     rows: usize,
     cols: usize,
     indptr: Vec<usize>,
     indices: Vec<usize>,
-    values: Vec<f64>,
+    values: Vec<T>,
 }
 
-impl CsrMatrix {
+impl<T: Scalar> CsrMatrix<T> {
     /// A matrix from its compressed rows (scipy's `csr_matrix((data, indices, indptr))`).
     /// Columns within a row may come in any order; duplicates are summed (as scipy's
     /// `sum_duplicates`).
@@ -29,7 +30,7 @@ impl CsrMatrix {
         cols: usize,
         indptr: Vec<usize>,
         indices: Vec<usize>,
-        values: Vec<f64>,
+        values: Vec<T>,
     ) -> Result<Self, SparseError> {
         if indptr.len() != rows.saturating_add(1) {
             return Err(SparseError::invalid(format!(
@@ -76,7 +77,7 @@ impl CsrMatrix {
                     return Err(SparseError::NonFinite {
                         row: i,
                         col: j,
-                        value: values[p],
+                        value: values[p].non_finite_part(),
                     });
                 }
             }
@@ -91,7 +92,7 @@ impl CsrMatrix {
     pub fn from_triplets(
         rows: usize,
         cols: usize,
-        triplets: &[(usize, usize, f64)],
+        triplets: &[(usize, usize, T)],
     ) -> Result<Self, SparseError> {
         let mut counts = zeros(rows, "the row pointers")?;
         for (k, &(i, j, value)) in triplets.iter().enumerate() {
@@ -104,7 +105,7 @@ impl CsrMatrix {
                 return Err(SparseError::NonFinite {
                     row: i,
                     col: j,
-                    value,
+                    value: value.non_finite_part(),
                 });
             }
             counts[i + 1] += 1;
@@ -114,7 +115,7 @@ impl CsrMatrix {
         }
         let mut next = counts.clone();
         let mut indices = vec![0; triplets.len()];
-        let mut values = vec![0.0; triplets.len()];
+        let mut values = vec![T::ZERO; triplets.len()];
         for &(i, j, value) in triplets {
             indices[next[i]] = j;
             values[next[i]] = value;
@@ -130,7 +131,7 @@ impl CsrMatrix {
         cols: usize,
         colptr: Vec<usize>,
         row_indices: Vec<usize>,
-        values: Vec<f64>,
+        values: Vec<T>,
     ) -> Result<Self, SparseError> {
         // The CSC arrays of A are the CSR arrays of A^T.
         Self::try_new(cols, rows, colptr, row_indices, values)?.transpose()
@@ -142,13 +143,13 @@ impl CsrMatrix {
         cols: usize,
         indptr: &[usize],
         indices: &[usize],
-        values: &[f64],
+        values: &[T],
     ) -> Self {
         let mut out_ptr = Vec::with_capacity(rows + 1);
         let mut out_indices = Vec::with_capacity(indices.len());
         let mut out_values = Vec::with_capacity(values.len());
         out_ptr.push(0);
-        let mut row: Vec<(usize, f64)> = Vec::new();
+        let mut row: Vec<(usize, T)> = Vec::new();
         for i in 0..rows {
             row.clear();
             row.extend((indptr[i]..indptr[i + 1]).map(|p| (indices[p], values[p])));
@@ -201,14 +202,14 @@ impl CsrMatrix {
     }
 
     /// Values, in the order of [`CsrMatrix::indices`].
-    pub fn values(&self) -> &[f64] {
+    pub fn values(&self) -> &[T] {
         &self.values
     }
 
     /// Row `i`'s columns and values.
     ///
     /// Panics if `i >= rows()`.
-    pub fn row(&self, i: usize) -> (&[usize], &[f64]) {
+    pub fn row(&self, i: usize) -> (&[usize], &[T]) {
         let range = self.indptr[i]..self.indptr[i + 1];
         (&self.indices[range.clone()], &self.values[range])
     }
@@ -216,7 +217,7 @@ impl CsrMatrix {
     /// The same pattern with new values (a Jacobian at a new state).
     ///
     /// Errors: `values` of another length, or not finite.
-    pub fn with_values(&self, values: Vec<f64>) -> Result<Self, SparseError> {
+    pub fn with_values(&self, values: Vec<T>) -> Result<Self, SparseError> {
         if values.len() != self.nnz() {
             return Err(SparseError::LengthMismatch {
                 what: "values",
@@ -231,8 +232,27 @@ impl CsrMatrix {
         })
     }
 
+    /// This pattern with `values` of scalar type `U`.
+    ///
+    /// Errors: `values` of another length, or not finite.
+    pub(crate) fn with_values_of<U: Scalar>(
+        &self,
+        values: Vec<U>,
+    ) -> Result<CsrMatrix<U>, SparseError> {
+        let pattern = CsrMatrix {
+            rows: self.rows,
+            cols: self.cols,
+            indptr: self.indptr.clone(),
+            indices: self.indices.clone(),
+            values: Vec::new(),
+        };
+        check_len("values", values.len(), self.nnz())?;
+        pattern.check_finite(&values)?;
+        Ok(CsrMatrix { values, ..pattern })
+    }
+
     /// Errors with the first entry of `values` (on this pattern) that is not finite.
-    pub(crate) fn check_finite(&self, values: &[f64]) -> Result<(), SparseError> {
+    pub(crate) fn check_finite(&self, values: &[T]) -> Result<(), SparseError> {
         match values.iter().position(|v| !v.is_finite()) {
             None => Ok(()),
             Some(p) => {
@@ -240,14 +260,14 @@ impl CsrMatrix {
                 Err(SparseError::NonFinite {
                     row,
                     col: self.indices[p],
-                    value: values[p],
+                    value: values[p].non_finite_part(),
                 })
             }
         }
     }
 
     /// Whether `other` has exactly this pattern (dimensions, row pointers, columns).
-    pub fn same_pattern(&self, other: &CsrMatrix) -> bool {
+    pub fn same_pattern<U: Scalar>(&self, other: &CsrMatrix<U>) -> bool {
         self.rows == other.rows
             && self.cols == other.cols
             && self.indptr == other.indptr
@@ -257,7 +277,7 @@ impl CsrMatrix {
     /// `y = A x`.
     ///
     /// Errors: `x` or `y` of the wrong length.
-    pub fn matvec(&self, x: &[f64], y: &mut [f64]) -> Result<(), SparseError> {
+    pub fn matvec(&self, x: &[T], y: &mut [T]) -> Result<(), SparseError> {
         check_len("x", x.len(), self.cols)?;
         check_len("y", y.len(), self.rows)?;
         for (i, out) in y.iter_mut().enumerate() {
@@ -271,7 +291,7 @@ impl CsrMatrix {
     ///
     /// Errors: [`SparseError::TooLarge`] when the transpose's row pointers (one per column)
     /// cannot be allocated.
-    pub fn transpose(&self) -> Result<CsrMatrix, SparseError> {
+    pub fn transpose(&self) -> Result<CsrMatrix<T>, SparseError> {
         let mut counts = zeros(self.cols, "the transpose's row pointers")?;
         for &j in &self.indices {
             counts[j + 1] += 1;
@@ -281,7 +301,7 @@ impl CsrMatrix {
         }
         let mut next = counts.clone();
         let mut indices = vec![0; self.nnz()];
-        let mut values = vec![0.0; self.nnz()];
+        let mut values = vec![T::ZERO; self.nnz()];
         for i in 0..self.rows {
             let (cols, vals) = self.row(i);
             for (&j, &v) in cols.iter().zip(vals) {
@@ -300,16 +320,34 @@ impl CsrMatrix {
         })
     }
 
-    /// The largest absolute row sum, `||A||_inf`.
+    /// The largest row sum of magnitudes, `||A||_inf` (with `|z|` for a complex entry).
     pub fn norm_inf(&self) -> f64 {
         (0..self.rows)
-            .map(|i| self.row(i).1.iter().map(|v| v.abs()).sum::<f64>())
+            .map(|i| self.row(i).1.iter().map(|v| v.magnitude()).sum::<f64>())
             .fold(0.0, f64::max)
     }
 
-    /// The largest absolute entry.
+    /// The largest magnitude of an entry (`|z|` for a complex entry).
     pub fn max_abs(&self) -> f64 {
-        self.values.iter().fold(0.0, |m, v| m.max(v.abs()))
+        self.values.iter().fold(0.0, |m, v| m.max(v.magnitude()))
+    }
+
+    /// The same matrix with complex values (imaginary parts zero).
+    pub fn to_complex(&self) -> CsrMatrix<faer::c64> {
+        CsrMatrix {
+            rows: self.rows,
+            cols: self.cols,
+            indptr: self.indptr.clone(),
+            indices: self.indices.clone(),
+            values: self
+                .values
+                .iter()
+                .map(|v| {
+                    let (re, im) = v.parts();
+                    faer::c64::new(re, im)
+                })
+                .collect(),
+        }
     }
 }
 

@@ -16,12 +16,13 @@ use faer::{Accum, MatMut, MatRef, Par};
 
 use crate::numeric::FrontFactor;
 use crate::symbolic::Front;
+use crate::Scalar;
 
 /// Columns eliminated per panel, and the width of the column blocks updated after it.
 pub(crate) const PANEL: usize = 32;
 
 /// The pivot thresholds of a factorization: a pivot of magnitude at most `tiny` is replaced
-/// by `replacement` with its sign.
+/// by one of magnitude `replacement` ([`Scalar::perturbed`]: with its sign, or its phase).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Pivoting {
     pub tiny: f64,
@@ -55,8 +56,8 @@ pub(crate) fn column_blocks(from: usize, m: usize) -> impl Iterator<Item = Range
 /// Factors the panel `k0..k0 + nb` of the `m x m` front in `dense` (its columns up to date):
 /// partial pivoting among rows `k..p`, rows swapped within the panel's columns only, tiny
 /// pivots perturbed. Returns the pivot row of each step and the perturbed count.
-pub(crate) fn factor_panel(
-    dense: &mut [f64],
+pub(crate) fn factor_panel<T: Scalar>(
+    dense: &mut [T],
     m: usize,
     p: usize,
     panel: Range<usize>,
@@ -67,9 +68,9 @@ pub(crate) fn factor_panel(
     for k in panel.clone() {
         let column = k * m;
         let mut best = k;
-        let mut best_abs = dense[column + k].abs();
+        let mut best_abs = dense[column + k].magnitude();
         for r in k + 1..p {
-            let candidate = dense[column + r].abs();
+            let candidate = dense[column + r].magnitude();
             if candidate > best_abs {
                 best = r;
                 best_abs = candidate;
@@ -82,12 +83,8 @@ pub(crate) fn factor_panel(
             }
         }
         let mut pivot = dense[column + k];
-        if pivot.abs() <= pivoting.tiny {
-            pivot = if pivot.is_sign_negative() {
-                -pivoting.replacement
-            } else {
-                pivoting.replacement
-            };
+        if pivot.magnitude() <= pivoting.tiny {
+            pivot = pivot.perturbed(pivoting.replacement);
             dense[column + k] = pivot;
             perturbed += 1;
         }
@@ -97,9 +94,10 @@ pub(crate) fn factor_panel(
         // The rest of the panel: a rank-1 update of its columns below row k.
         for c in k + 1..panel.end {
             let u_kc = dense[c * m + k];
-            if u_kc != 0.0 {
+            if u_kc != T::ZERO {
                 for r in k + 1..m {
-                    dense[c * m + r] -= dense[column + r] * u_kc;
+                    let l_rk = dense[column + r];
+                    dense[c * m + r] -= l_rk * u_kc;
                 }
             }
         }
@@ -108,8 +106,8 @@ pub(crate) fn factor_panel(
 }
 
 /// Swaps rows `k0 + i` and `swaps[i]`, in order, in the columns `columns`.
-pub(crate) fn apply_swaps(
-    dense: &mut [f64],
+pub(crate) fn apply_swaps<T: Scalar>(
+    dense: &mut [T],
     m: usize,
     k0: usize,
     swaps: &[usize],
@@ -128,8 +126,8 @@ pub(crate) fn apply_swaps(
 /// Applies the factored panel `panel` (pivot rows already swapped in `columns`) to the
 /// columns `columns`, all right of it: their panel rows become U (`L_panel^{-1}` times
 /// them), and the rows below lose L (below the panel) times that U.
-pub(crate) fn update_block(
-    dense: &mut [f64],
+pub(crate) fn update_block<T: Scalar>(
+    dense: &mut [T],
     m: usize,
     panel: Range<usize>,
     columns: Range<usize>,
@@ -143,24 +141,24 @@ pub(crate) fn update_block(
     let panel_lower = top_left.rb().submatrix(k0, k0, nb, nb);
     let mut panel_rows = top_right.submatrix_mut(k0, offset, nb, width);
     solve_unit_lower_triangular_in_place(panel_lower, panel_rows.rb_mut(), Par::Seq);
-    let below: MatRef<'_, f64> = bottom_left.rb().submatrix(0, k0, m - done, nb);
+    let below: MatRef<'_, T> = bottom_left.rb().submatrix(0, k0, m - done, nb);
     matmul(
         bottom_right.submatrix_mut(0, offset, m - done, width),
         Accum::Add,
         below,
         panel_rows.rb(),
-        -1.0,
+        T::from_real(-1.0),
         Par::Seq,
     );
 }
 
 /// Eliminates a front's fully summed unknowns on one rank; returns its factors, its
 /// contribution block (column-major `u x u`) and the number of perturbed pivots.
-pub(crate) fn factor_front(
-    dense: &mut [f64],
+pub(crate) fn factor_front<T: Scalar>(
+    dense: &mut [T],
     front: &Front,
     pivoting: Pivoting,
-) -> (FrontFactor, Vec<f64>, usize) {
+) -> (FrontFactor<T>, Vec<T>, usize) {
     let m = front.order();
     let p = front.pivots;
     let mut swaps = Vec::with_capacity(p);
@@ -180,7 +178,11 @@ pub(crate) fn factor_front(
 }
 
 /// A factored front's L and U, and its contribution block, copied out of `dense`.
-pub(crate) fn extract(dense: &[f64], front: &Front, swaps: Vec<usize>) -> (FrontFactor, Vec<f64>) {
+pub(crate) fn extract<T: Scalar>(
+    dense: &[T],
+    front: &Front,
+    swaps: Vec<usize>,
+) -> (FrontFactor<T>, Vec<T>) {
     let m = front.order();
     let p = front.pivots;
     let u = m - p;

@@ -3,8 +3,10 @@
 //! blocks gathered to it, is factored by the ranks of its range together, in postorder. Solves run the same way, forward up the tree and
 //! backward down it. The tree, the order of every sum and the dense kernels (sequential
 //! within a front) do not depend on the number of ranks, so factors and solutions are
-//! bitwise those of one rank.
+//! bitwise those of one rank. The collectives move `f64`s: complex values travel as
+//! `(re, im)` pairs ([`Scalar::pack`]).
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use tutti_backend::Resources;
@@ -19,23 +21,24 @@ use crate::numeric::{
 use crate::shared_front::SharedFront;
 use crate::solve::{backward_front, forward_front, SolveInfo, SolveOptions};
 use crate::symbolic::Symbolic;
-use crate::{CsrMatrix, SparseError};
+use crate::{CsrMatrix, Scalar, SparseError};
 
-/// One rank's part of a factorization split among the ranks of a group.
+/// One rank's part of a factorization split among the ranks of a group; real (`T = f64`,
+/// the default) or complex (`T = c64`).
 #[derive(Clone, Debug)]
-pub struct RankFactors {
+pub struct RankFactors<T = f64> {
     symbolic: Arc<Symbolic>,
     mapping: Mapping,
     /// The factors of the fronts this rank owns.
-    fronts: Vec<Option<FrontFactor>>,
+    fronts: Vec<Option<FrontFactor<T>>>,
     /// The factored matrix's values, for residuals (every rank holds them).
-    values: Vec<f64>,
+    values: Vec<T>,
     /// Pivots perturbed over all ranks.
     perturbed: usize,
     rank: usize,
 }
 
-impl RankFactors {
+impl<T: Scalar> RankFactors<T> {
     /// Pivots perturbed, over all ranks.
     pub fn perturbed_pivots(&self) -> usize {
         self.perturbed
@@ -46,7 +49,7 @@ impl RankFactors {
         self.fronts
             .iter()
             .flatten()
-            .map(|f| ((f.lower.len() + f.upper.len()) * std::mem::size_of::<f64>()) as u64)
+            .map(|f| ((f.lower.len() + f.upper.len()) * std::mem::size_of::<T>()) as u64)
             .sum()
     }
 
@@ -61,20 +64,20 @@ impl RankFactors {
 ///
 /// Errors: a matrix of another pattern or with a value that is not finite; a collective's
 /// error (another rank failed).
-pub fn factor_on(
+pub fn factor_on<T: Scalar>(
     comm: &Comm<'_>,
     symbolic: Arc<Symbolic>,
-    a: &CsrMatrix,
+    a: &CsrMatrix<T>,
     options: FactorOptions,
-) -> Result<RankFactors, SparseError> {
+) -> Result<RankFactors<T>, SparseError> {
     symbolic.check_pattern(a)?;
     a.check_finite(a.values())?;
     let rank = comm.rank();
     let mapping = Mapping::new(&symbolic, comm.size());
     let values = a.values();
     let count = symbolic.fronts.len();
-    let mut fronts: Vec<Option<FrontFactor>> = vec![None; count];
-    let mut contributions: Vec<Option<Vec<f64>>> = vec![None; count];
+    let mut fronts: Vec<Option<FrontFactor<T>>> = vec![None; count];
+    let mut contributions: Vec<Option<Vec<T>>> = vec![None; count];
     let mut factorizer = FrontFactorizer::new(&symbolic, values, a.max_abs(), &options);
 
     // This rank's subtrees, without a message.
@@ -85,6 +88,7 @@ pub fn factor_on(
     for f in mapping.shared_fronts() {
         let send = pack(&symbolic, &mapping, f, rank, &mut contributions)?;
         if let Some(blocks) = comm.gather(mapping.owner[f], &send)? {
+            let blocks = unpack_all::<T>(&blocks)?;
             let children = unpack(&symbolic, &mapping, f, &blocks, |u| u * u)?;
             factorizer.assemble(f, children)?;
         }
@@ -118,10 +122,10 @@ pub fn factor_on(
 /// [`crate::Factorization::solve_in_place`] does, with the same bits.
 ///
 /// Errors: as [`crate::Factorization::solve_in_place`]; a collective's error.
-pub fn solve_on(
+pub fn solve_on<T: Scalar>(
     comm: &Comm<'_>,
-    factors: &RankFactors,
-    b: &mut [f64],
+    factors: &RankFactors<T>,
+    b: &mut [T],
     rhs: usize,
     options: &SolveOptions,
 ) -> Result<SolveInfo, SparseError> {
@@ -143,17 +147,21 @@ pub fn solve_on(
 }
 
 /// One distributed solve, in place, for one right-hand side (old numbering).
-fn solve_once_on(comm: &Comm<'_>, factors: &RankFactors, b: &mut [f64]) -> Result<(), SparseError> {
+fn solve_once_on<T: Scalar>(
+    comm: &Comm<'_>,
+    factors: &RankFactors<T>,
+    b: &mut [T],
+) -> Result<(), SparseError> {
     let symbolic = &factors.symbolic;
     let mapping = &factors.mapping;
     let rank = factors.rank;
     let order = symbolic.tree.order();
     let n = symbolic.unknowns();
-    let permuted: Vec<f64> = order.iter().map(|&old| b[old]).collect();
+    let permuted: Vec<T> = order.iter().map(|&old| b[old]).collect();
     let count = symbolic.fronts.len();
     let factor = |f: usize| factors.fronts[f].as_ref().ok_or_else(|| missing(f));
-    let mut z = vec![0.0; n];
-    let mut pending: Vec<Option<Vec<f64>>> = vec![None; count];
+    let mut z = vec![T::ZERO; n];
+    let mut pending: Vec<Option<Vec<T>>> = vec![None; count];
 
     // Forward: local subtrees, then the shared fronts with their children's vectors
     // gathered to the owner.
@@ -170,6 +178,7 @@ fn solve_once_on(comm: &Comm<'_>, factors: &RankFactors, b: &mut [f64]) -> Resul
     for f in mapping.shared_fronts() {
         let send = pack(symbolic, mapping, f, rank, &mut pending)?;
         if let Some(blocks) = comm.gather(mapping.owner[f], &send)? {
+            let blocks = unpack_all::<T>(&blocks)?;
             for (c, block) in unpack(symbolic, mapping, f, &blocks, |u| u)? {
                 pending[c] = Some(block.to_vec());
             }
@@ -186,27 +195,30 @@ fn solve_once_on(comm: &Comm<'_>, factors: &RankFactors, b: &mut [f64]) -> Resul
 
     // Backward: the shared fronts from the top, each owner's block broadcast to all, then
     // the local subtrees.
-    let mut x = vec![0.0; n];
+    let mut x = vec![T::ZERO; n];
     for f in mapping.shared_fronts().rev() {
         let front = &symbolic.fronts[f];
         let owner = mapping.owner[f];
         if owner == rank {
             backward_front(symbolic, f, factor(f)?, &z, &mut x);
         }
-        comm.broadcast_slice(owner, &mut x[front.first..front.first + front.pivots])?;
+        let own = &mut x[front.first..front.first + front.pivots];
+        let mut packed = Vec::with_capacity(own.len() * T::PACKED);
+        T::pack(own, &mut packed);
+        comm.broadcast_slice(owner, &mut packed)?;
+        own.copy_from_slice(&unpack_values::<T>(&packed, own.len())?);
     }
     for f in mapping.local_fronts(rank).rev() {
         backward_front(symbolic, f, factor(f)?, &z, &mut x);
     }
     // Every rank's local unknowns, to every rank.
-    let mine: Vec<f64> = mapping
-        .local_fronts(rank)
-        .flat_map(|f| {
-            let front = &symbolic.fronts[f];
-            x[front.first..front.first + front.pivots].to_vec()
-        })
-        .collect();
-    let all = comm.allgather(&mine)?;
+    let mut mine: Vec<f64> = Vec::new();
+    for f in mapping.local_fronts(rank) {
+        let front = &symbolic.fronts[f];
+        T::pack(&x[front.first..front.first + front.pivots], &mut mine);
+    }
+    let gathered = comm.allgather(&mine)?;
+    let all = unpack_all::<T>(&gathered)?;
     for (source, block) in all.iter().enumerate() {
         let mut read = 0;
         for f in mapping.local_fronts(source) {
@@ -226,31 +238,50 @@ fn solve_once_on(comm: &Comm<'_>, factors: &RankFactors, b: &mut [f64]) -> Resul
 
 /// The blocks of front `f`'s children that this rank holds (taken from `pending`), in the
 /// children's order, concatenated: what this rank sends to `f`'s owner.
-fn pack(
+fn pack<T: Scalar>(
     symbolic: &Symbolic,
     mapping: &Mapping,
     f: usize,
     rank: usize,
-    pending: &mut [Option<Vec<f64>>],
+    pending: &mut [Option<Vec<T>>],
 ) -> Result<Vec<f64>, SparseError> {
     let mut send = Vec::new();
     for &c in &symbolic.fronts[f].children {
         if mapping.owner[c] == rank {
-            send.extend(pending[c].take().ok_or_else(|| missing(c))?);
+            T::pack(&pending[c].take().ok_or_else(|| missing(c))?, &mut send);
         }
     }
     Ok(send)
 }
 
+/// Every rank's message unpacked into values (borrowed for `f64`).
+fn unpack_all<T: Scalar>(messages: &[Vec<f64>]) -> Result<Vec<Cow<'_, [T]>>, SparseError> {
+    messages
+        .iter()
+        .map(|message| unpack_values(message, message.len() / T::PACKED))
+        .collect()
+}
+
+/// The `len` values packed in `packed`, or an error when it holds another number.
+fn unpack_values<T: Scalar>(packed: &[f64], len: usize) -> Result<Cow<'_, [T]>, SparseError> {
+    match T::unpack(packed) {
+        Some(values) if values.len() == len => Ok(values),
+        _ => Err(SparseError::invalid(format!(
+            "a message of {} numbers arrived for {len} values",
+            packed.len()
+        ))),
+    }
+}
+
 /// Front `f`'s children's blocks, each cut from the gathered block of the rank that owns
 /// it (`len(u)` entries for a child with `u` update unknowns), in the children's order.
-fn unpack<'b>(
+fn unpack<'b, T: Scalar>(
     symbolic: &Symbolic,
     mapping: &Mapping,
     f: usize,
-    blocks: &'b [Vec<f64>],
+    blocks: &'b [Cow<'_, [T]>],
     len: impl Fn(usize) -> usize,
-) -> Result<Vec<(usize, &'b [f64])>, SparseError> {
+) -> Result<Vec<(usize, &'b [T])>, SparseError> {
     let mut read = vec![0usize; blocks.len()];
     symbolic.fronts[f]
         .children
@@ -269,14 +300,15 @@ fn unpack<'b>(
 }
 
 /// A factorization split among the ranks of an in-process [`Group`]: one
-/// [`RankFactors`] per rank, factored and used inside `group.run`.
+/// [`RankFactors`] per rank, factored and used inside `group.run`; real (`T = f64`, the
+/// default) or complex (`T = c64`).
 #[derive(Clone, Debug)]
-pub struct SplitFactorization {
-    parts: Vec<RankFactors>,
+pub struct SplitFactorization<T = f64> {
+    parts: Vec<RankFactors<T>>,
     plan: Plan,
 }
 
-impl SplitFactorization {
+impl<T: Scalar> SplitFactorization<T> {
     /// Factors `a` on every rank of `group` (one process's group), after checking with
     /// [`crate::plan`] that each rank's part fits its device within the caps of
     /// `resources` (refused up front otherwise).
@@ -287,7 +319,7 @@ impl SplitFactorization {
     pub fn new(
         group: &Group,
         symbolic: Arc<Symbolic>,
-        a: &CsrMatrix,
+        a: &CsrMatrix<T>,
         options: FactorOptions,
         resources: &Resources,
     ) -> Result<Self, SparseError> {
@@ -296,7 +328,13 @@ impl SplitFactorization {
                 "a group spanning processes keeps its factors inside its run: call factor_on there",
             ));
         }
-        let plan = crate::plan(&symbolic, group.size(), group.devices(), resources)?;
+        let plan = crate::footprint::plan_entries(
+            &symbolic,
+            group.size(),
+            group.devices(),
+            resources,
+            std::mem::size_of::<T>() as u64,
+        )?;
         let parts = group
             .run(|comm| factor_on(comm, Arc::clone(&symbolic), a, options))
             .map_err(run_error)?;
@@ -315,7 +353,7 @@ impl SplitFactorization {
     pub fn solve_in_place(
         &self,
         group: &Group,
-        b: &mut [f64],
+        b: &mut [T],
         rhs: usize,
         options: &SolveOptions,
     ) -> Result<SolveInfo, SparseError> {
@@ -340,7 +378,7 @@ impl SplitFactorization {
     }
 
     /// Every rank's part, rank 0 first.
-    pub fn parts(&self) -> &[RankFactors] {
+    pub fn parts(&self) -> &[RankFactors<T>] {
         &self.parts
     }
 

@@ -27,14 +27,15 @@ pub enum SparseError {
         /// Columns.
         cols: usize,
     },
-    /// An entry is NaN or infinite.
+    /// An entry is NaN or infinite (a complex entry: either part).
     #[error("entry ({row}, {col}) is {value}: every entry must be finite")]
     NonFinite {
         /// Row of the entry.
         row: usize,
         /// Column of the entry.
         col: usize,
-        /// The value.
+        /// The value (of a complex entry, the part that is not finite: the real part if it
+        /// is not, else the imaginary part).
         value: f64,
     },
     /// A right-hand side entry is NaN or infinite.
@@ -44,7 +45,8 @@ pub enum SparseError {
         row: usize,
         /// Which right-hand side (0-based column of B).
         column: usize,
-        /// The value.
+        /// The value (of a complex entry, the part that is not finite: the real part if it
+        /// is not, else the imaginary part).
         value: f64,
     },
     /// Vectors or right-hand sides of the wrong length.

@@ -87,9 +87,11 @@ pub(crate) fn rank_footprint(symbolic: &Symbolic, mapping: &Mapping, rank: usize
     }
 }
 
-/// The memory plan of a factorization of `symbolic` split among `ranks` ranks on `devices`
-/// (this process's devices) within the caps of `resources`: per device, the largest rank's
-/// factors and working set, and the solve's vectors; all on the device tier.
+/// The memory plan of a real factorization of `symbolic` split among `ranks` ranks on
+/// `devices` (this process's devices) within the caps of `resources`: per device, the
+/// largest rank's factors and working set, and the solve's vectors; all on the device tier.
+/// A complex factorization ([`crate::SplitFactorization`] of a `CsrMatrix<c64>`) plans the
+/// same entries at 16 bytes each.
 ///
 /// Errors: [`SparseError::Plan`] when a rank's part does not fit (the planner's numbers),
 /// or the devices' memory cannot be read.
@@ -98,6 +100,17 @@ pub fn plan(
     ranks: usize,
     devices: &[Device],
     resources: &Resources,
+) -> Result<Plan, SparseError> {
+    plan_entries(symbolic, ranks, devices, resources, F64)
+}
+
+/// [`plan`] for entries of `entry_bytes` bytes (8 real, 16 complex).
+pub(crate) fn plan_entries(
+    symbolic: &Symbolic,
+    ranks: usize,
+    devices: &[Device],
+    resources: &Resources,
+    entry_bytes: u64,
 ) -> Result<Plan, SparseError> {
     let mapping = Mapping::new(symbolic, ranks);
     let largest = (0..ranks.max(1))
@@ -108,14 +121,18 @@ pub fn plan(
         });
     let n = symbolic.unknowns() as u64;
     let objects = [
-        ObjectSpec::per_device("fronts and contribution blocks", F64, largest.working)
-            .first_used_at(0)
-            .no_slower_than(Tier::Device),
-        ObjectSpec::per_device("factors", F64, largest.factors)
+        ObjectSpec::per_device(
+            "fronts and contribution blocks",
+            entry_bytes,
+            largest.working,
+        )
+        .first_used_at(0)
+        .no_slower_than(Tier::Device),
+        ObjectSpec::per_device("factors", entry_bytes, largest.factors)
             .first_used_at(1)
             .no_slower_than(Tier::Device),
         // The permuted right-hand side, z, x and one refinement's residual and iterate.
-        ObjectSpec::per_device("solve vectors", F64, n.saturating_mul(6))
+        ObjectSpec::per_device("solve vectors", entry_bytes, n.saturating_mul(6))
             .first_used_at(2)
             .no_slower_than(Tier::Device),
     ];

@@ -1,7 +1,7 @@
 //! The adjacency graph of a square matrix's symmetrized pattern, `A + A^T` without the
 //! diagonal: what the ordering dissects and the symbolic phase follows.
 
-use crate::{CsrMatrix, SparseError};
+use crate::{CsrMatrix, Scalar, SparseError};
 
 /// An undirected graph in compressed form: vertex `v`'s neighbours are
 /// `adjacency[offsets[v]..offsets[v + 1]]`, increasing, without `v` itself.
@@ -16,7 +16,7 @@ impl Graph {
     /// the values (explicit zeros are edges).
     ///
     /// Errors: a matrix that is not square.
-    pub fn of_matrix(a: &CsrMatrix) -> Result<Self, SparseError> {
+    pub fn of_matrix<T: Scalar>(a: &CsrMatrix<T>) -> Result<Self, SparseError> {
         if a.rows() != a.cols() {
             return Err(SparseError::NotSquare {
                 rows: a.rows(),

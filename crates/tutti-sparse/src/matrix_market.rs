@@ -3,14 +3,20 @@
 //!
 //! [`read()`] takes `real`, `integer` and `pattern` fields, `general`, `symmetric` and
 //! `skew-symmetric` matrices (the stored lower triangle mirrored), and errors with the file
-//! and the 1-based line for anything it does not take. [`write()`] writes `coordinate real
-//! general` with every value in the shortest form that reads back to the same bits.
+//! and the 1-based line for anything it does not take, a `complex` file included.
+//! [`read_complex()`] takes those and `complex` files (`general`, `symmetric`,
+//! `skew-symmetric` and `hermitian`, whose lower triangle is mirrored conjugated) into a
+//! `CsrMatrix<c64>`, real ones promoted (imaginary parts zero). [`write()`] writes
+//! `coordinate real general` or `coordinate complex general` with every number in the
+//! shortest form that reads back to the same bits.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Read, Write};
 use std::path::Path;
 
-use crate::{CsrMatrix, SparseError};
+use faer::c64;
+
+use crate::{CsrMatrix, Scalar, SparseError};
 
 /// The longest line read, in bytes (end of line excluded): a file without line breaks is
 /// refused rather than read whole into one line.
@@ -29,11 +35,40 @@ const HEADER: &str = "%%MatrixMarket matrix coordinate <field> <symmetry>";
 /// [`read_from`].
 pub fn read(path: impl AsRef<Path>) -> Result<CsrMatrix, SparseError> {
     let path = path.as_ref();
-    let file = File::open(path).map_err(|source| SparseError::Io {
+    read_from(BufReader::new(open(path)?), path)
+}
+
+/// Reads the coordinate Matrix Market file at `path` into a complex matrix; see
+/// [`read_complex_from`].
+///
+/// Errors: [`SparseError::Io`] when the file cannot be opened or read, and those of
+/// [`read_complex_from`].
+pub fn read_complex(path: impl AsRef<Path>) -> Result<CsrMatrix<c64>, SparseError> {
+    let path = path.as_ref();
+    read_complex_from(BufReader::new(open(path)?), path)
+}
+
+/// The file at `path`, opened for reading.
+fn open(path: &Path) -> Result<File, SparseError> {
+    File::open(path).map_err(|source| SparseError::Io {
         path: path.to_path_buf(),
         source,
-    })?;
-    read_from(BufReader::new(file), path)
+    })
+}
+
+/// Reads a coordinate Matrix Market matrix from `reader` into a complex matrix; `name` is
+/// the file named in errors.
+///
+/// Everything [`read_from`] reads, real values promoted to complex ones with a zero
+/// imaginary part, and the field `complex`: entry lines `row col re im`, with symmetry
+/// `general`, `symmetric` (`a_ji = a_ij`), `skew-symmetric` (`a_ji = -a_ij`) or `hermitian`
+/// (`a_ji = conj(a_ij)`, a diagonal entry's imaginary part zero).
+///
+/// Errors: those of [`read_from`] (but for the field `complex` and the symmetry
+/// `hermitian`); a `hermitian` file whose field is not complex, or with a diagonal entry
+/// whose imaginary part is not zero.
+pub fn read_complex_from(reader: impl BufRead, name: &Path) -> Result<CsrMatrix<c64>, SparseError> {
+    read_values(reader, name)
 }
 
 /// Reads a coordinate Matrix Market matrix from `reader`; `name` is the file named in
@@ -50,8 +85,9 @@ pub fn read(path: impl AsRef<Path>) -> Result<CsrMatrix, SparseError> {
 /// bits and are rounded to the nearest `f64` beyond 2^53.
 ///
 /// Errors: [`SparseError::MatrixMarket`] with `name` and the line for every malformed input:
-/// a missing or unsupported header (`complex` and `hermitian` matrices and the `array`
-/// format are not read), a missing or malformed size line, a non-square symmetric matrix, an
+/// a missing or unsupported header (`complex` and `hermitian` matrices, which
+/// [`read_complex_from`] reads, and the `array` format are not read), a missing or
+/// malformed size line, a non-square symmetric matrix, an
 /// entry with the wrong number of words, an index that is 0 or beyond the size, a value that
 /// is not a number or not finite, an entry above the diagonal of a symmetric file or on the
 /// diagonal of a skew-symmetric one, fewer or more entries than announced (fewer: the line
@@ -59,12 +95,17 @@ pub fn read(path: impl AsRef<Path>) -> Result<CsrMatrix, SparseError> {
 /// when the announced rows cannot be held in memory, [`SparseError::Io`] when `reader`
 /// fails.
 pub fn read_from(reader: impl BufRead, name: &Path) -> Result<CsrMatrix, SparseError> {
+    read_values(reader, name)
+}
+
+/// Reads a matrix of `T`s: complex fields only when `T` is complex.
+fn read_values<T: Scalar>(reader: impl BufRead, name: &Path) -> Result<CsrMatrix<T>, SparseError> {
     let mut lines = Lines::new(reader, name);
-    let (field, symmetry) = read_header(&mut lines)?;
+    let (field, symmetry) = read_header::<T, _>(&mut lines)?;
     let size = read_size(&mut lines, symmetry)?;
     let mirrored = symmetry != Symmetry::General;
     let reserved = size.entries.min(MAX_RESERVED_ENTRIES);
-    let mut triplets: Vec<(usize, usize, f64)> =
+    let mut triplets: Vec<(usize, usize, T)> =
         Vec::with_capacity(if mirrored { 2 * reserved } else { reserved });
     let mut read = 0usize;
     while let Some(line) = lines.next_data_line()? {
@@ -77,12 +118,15 @@ pub fn read_from(reader: impl BufRead, name: &Path) -> Result<CsrMatrix, SparseE
                 ),
             ));
         }
-        let entry =
+        let (i, j, re, im) =
             parse_entry(lines.text(), field, &size).map_err(|detail| lines.error(line, detail))?;
-        let (i, j, value) = entry;
+        let value = T::from_parts(re, im).ok_or_else(|| {
+            lines.error(line, "a complex value cannot be read into a real matrix")
+        })?;
+        let entry = (i, j, value);
         match symmetry {
             Symmetry::General => triplets.push(entry),
-            Symmetry::Symmetric | Symmetry::SkewSymmetric if i < j => {
+            Symmetry::Symmetric | Symmetry::SkewSymmetric | Symmetry::Hermitian if i < j => {
                 return Err(lines.error(
                     line,
                     format!(
@@ -115,6 +159,23 @@ pub fn read_from(reader: impl BufRead, name: &Path) -> Result<CsrMatrix, SparseE
                 triplets.push(entry);
                 triplets.push((j, i, -value));
             }
+            Symmetry::Hermitian if i == j && im != 0.0 => {
+                return Err(lines.error(
+                    line,
+                    format!(
+                        "entry ({}, {}) is on the diagonal of a hermitian matrix, which is real, \
+                         but its imaginary part is {im}",
+                        i + 1,
+                        j + 1
+                    ),
+                ));
+            }
+            Symmetry::Hermitian => {
+                triplets.push(entry);
+                if i != j {
+                    triplets.push((j, i, value.conjugate()));
+                }
+            }
         }
         read += 1;
     }
@@ -137,7 +198,7 @@ pub fn read_from(reader: impl BufRead, name: &Path) -> Result<CsrMatrix, SparseE
 /// temporary name, flushed and renamed into place (`tutti_plan::files::AtomicFile`).
 ///
 /// Errors: [`SparseError::Io`] when the file cannot be created or written.
-pub fn write(path: impl AsRef<Path>, a: &CsrMatrix) -> Result<(), SparseError> {
+pub fn write<T: Scalar>(path: impl AsRef<Path>, a: &CsrMatrix<T>) -> Result<(), SparseError> {
     let path = path.as_ref();
     let io_error = |source| SparseError::Io {
         path: path.to_path_buf(),
@@ -149,14 +210,15 @@ pub fn write(path: impl AsRef<Path>, a: &CsrMatrix) -> Result<(), SparseError> {
 }
 
 /// Writes `a` to `writer` (buffered here) as `%%MatrixMarket matrix coordinate real
-/// general`: the header, a comment naming tutti-sparse, the size line `rows cols nnz` and
-/// one line `row col value` per stored entry (1-based, row by row, explicit zeros included),
-/// each value in the shortest decimal form that reads back to the same bits.
+/// general` (`complex general` for a complex matrix): the header, a comment naming
+/// tutti-sparse, the size line `rows cols nnz` and one line `row col value` (`row col re
+/// im`) per stored entry (1-based, row by row, explicit zeros included), each number in the
+/// shortest decimal form that reads back to the same bits.
 ///
 /// Errors: those of `writer`.
-pub fn write_to(writer: impl Write, a: &CsrMatrix) -> std::io::Result<()> {
+pub fn write_to<T: Scalar>(writer: impl Write, a: &CsrMatrix<T>) -> std::io::Result<()> {
     let mut out = BufWriter::new(writer);
-    writeln!(out, "%%MatrixMarket matrix coordinate real general")?;
+    writeln!(out, "%%MatrixMarket matrix coordinate {} general", T::FIELD)?;
     writeln!(
         out,
         "% written by tutti-sparse {}",
@@ -167,7 +229,12 @@ pub fn write_to(writer: impl Write, a: &CsrMatrix) -> std::io::Result<()> {
         let (cols, values) = a.row(i);
         for (&j, &value) in cols.iter().zip(values) {
             // `{:e}` prints the shortest digits that round-trip (-0.0 as `-0e0`).
-            writeln!(out, "{} {} {value:e}", i + 1, j + 1)?;
+            let (re, im) = value.parts();
+            if T::PACKED == 1 {
+                writeln!(out, "{} {} {re:e}", i + 1, j + 1)?;
+            } else {
+                writeln!(out, "{} {} {re:e} {im:e}", i + 1, j + 1)?;
+            }
         }
     }
     out.flush()
@@ -179,6 +246,7 @@ enum Field {
     Real,
     Integer,
     Pattern,
+    Complex,
 }
 
 /// Which entries a file stores.
@@ -187,6 +255,7 @@ enum Symmetry {
     General,
     Symmetric,
     SkewSymmetric,
+    Hermitian,
 }
 
 impl Symmetry {
@@ -195,6 +264,7 @@ impl Symmetry {
             Symmetry::General => "general",
             Symmetry::Symmetric => "symmetric",
             Symmetry::SkewSymmetric => "skew-symmetric",
+            Symmetry::Hermitian => "hermitian",
         }
     }
 }
@@ -303,19 +373,22 @@ impl<'a, R: BufRead> Lines<'a, R> {
     }
 }
 
-/// Reads the header line: the field and symmetry.
-fn read_header<R: BufRead>(lines: &mut Lines<'_, R>) -> Result<(Field, Symmetry), SparseError> {
+/// Reads the header line: the field and symmetry, for a matrix of `T`s.
+fn read_header<T: Scalar, R: BufRead>(
+    lines: &mut Lines<'_, R>,
+) -> Result<(Field, Symmetry), SparseError> {
     let Some(line) = lines.next_line()? else {
         return Err(lines.error(
             lines.end_line(),
             format!("the file is empty: expected the header `{HEADER}`"),
         ));
     };
-    parse_header(lines.text()).map_err(|detail| lines.error(line, detail))
+    parse_header(lines.text(), T::PACKED == 2).map_err(|detail| lines.error(line, detail))
 }
 
-/// The field and symmetry of a header line, or what is wrong with it.
-fn parse_header(text: &str) -> Result<(Field, Symmetry), String> {
+/// The field and symmetry of a header line, or what is wrong with it; `complex` fields and
+/// `hermitian` symmetry only when reading into a complex matrix (`complex`).
+fn parse_header(text: &str, complex: bool) -> Result<(Field, Symmetry), String> {
     let words: Vec<&str> = text.split_ascii_whitespace().collect();
     let is = |word: &str, expected: &str| word.eq_ignore_ascii_case(expected);
     let [banner, object, format, field, symmetry] = words[..] else {
@@ -353,9 +426,23 @@ fn parse_header(text: &str) -> Result<(Field, Symmetry), String> {
         Field::Integer
     } else if is(field, "pattern") {
         Field::Pattern
+    } else if is(field, "complex") && complex {
+        Field::Complex
+    } else if is(field, "complex") {
+        return Err(
+            "the field `complex` is not read into a real matrix (supported fields are \
+                    real, integer and pattern): read the file with \
+                    `matrix_market::read_complex`"
+                .into(),
+        );
     } else {
+        let supported = if complex {
+            "real, integer, pattern and complex"
+        } else {
+            "real, integer and pattern"
+        };
         return Err(format!(
-            "the field `{}` is not supported: supported fields are real, integer and pattern",
+            "the field `{}` is not supported: supported fields are {supported}",
             excerpt(field)
         ));
     };
@@ -365,10 +452,18 @@ fn parse_header(text: &str) -> Result<(Field, Symmetry), String> {
         Symmetry::Symmetric
     } else if is(symmetry, "skew-symmetric") {
         Symmetry::SkewSymmetric
+    } else if is(symmetry, "hermitian") && field == Field::Complex {
+        Symmetry::Hermitian
+    } else if is(symmetry, "hermitian") && complex {
+        return Err("the symmetry `hermitian` needs the field `complex`".into());
     } else {
+        let supported = if complex {
+            "general, symmetric, skew-symmetric and hermitian"
+        } else {
+            "general, symmetric and skew-symmetric"
+        };
         return Err(format!(
-            "the symmetry `{}` is not supported: supported symmetries are general, symmetric \
-             and skew-symmetric",
+            "the symmetry `{}` is not supported: supported symmetries are {supported}",
             excerpt(symmetry)
         ));
     };
@@ -427,10 +522,11 @@ fn read_size<R: BufRead>(
     })
 }
 
-/// The 0-based `(row, col, value)` of an entry line, or what is wrong with it.
-fn parse_entry(text: &str, field: Field, size: &Size) -> Result<(usize, usize, f64), String> {
-    // Up to four words without allocating: entry lines are most of a file.
-    let mut words = [""; 4];
+/// The 0-based `(row, col, re, im)` of an entry line (`im` zero but for a complex field),
+/// or what is wrong with it.
+fn parse_entry(text: &str, field: Field, size: &Size) -> Result<(usize, usize, f64, f64), String> {
+    // Up to five words without allocating: entry lines are most of a file.
+    let mut words = [""; 5];
     let mut count = 0usize;
     for word in text.split_ascii_whitespace() {
         if let Some(slot) = words.get_mut(count) {
@@ -441,11 +537,12 @@ fn parse_entry(text: &str, field: Field, size: &Size) -> Result<(usize, usize, f
     let (row, col, value) = match (field, count) {
         (Field::Pattern, 2) => (words[0], words[1], None),
         (Field::Real | Field::Integer, 3) => (words[0], words[1], Some(words[2])),
+        (Field::Complex, 4) => (words[0], words[1], Some(words[2])),
         _ => {
-            let expected = if field == Field::Pattern {
-                "`row col`"
-            } else {
-                "`row col value`"
+            let expected = match field {
+                Field::Pattern => "`row col`",
+                Field::Complex => "`row col re im`",
+                Field::Real | Field::Integer => "`row col value`",
             };
             return Err(format!(
                 "expected an entry {expected}, found {count} words in `{}`",
@@ -465,7 +562,12 @@ fn parse_entry(text: &str, field: Field, size: &Size) -> Result<(usize, usize, f
         (_, Some(word)) => parse_real(word)?,
         (_, None) => 1.0,
     };
-    Ok((i, j, value))
+    let im = if field == Field::Complex {
+        parse_real(words[3])?
+    } else {
+        0.0
+    };
+    Ok((i, j, value, im))
 }
 
 /// A 1-based index `<= bound` as a 0-based one, or what is wrong with it.
@@ -510,11 +612,11 @@ fn excerpt(text: &str) -> String {
 
 /// The matrix of `triplets` (0-based, in range), duplicates summed; the row pointers are
 /// allocated fallibly, as `rows` comes from the file.
-fn assemble(
+fn assemble<T: Scalar>(
     rows: usize,
     cols: usize,
-    triplets: Vec<(usize, usize, f64)>,
-) -> Result<CsrMatrix, SparseError> {
+    triplets: Vec<(usize, usize, T)>,
+) -> Result<CsrMatrix<T>, SparseError> {
     let too_large = || SparseError::TooLarge {
         what: "the matrix's row pointers",
         detail: format!("{rows} rows"),
@@ -534,7 +636,7 @@ fn assemble(
     // Counting sort by row: `indptr[i]` walks through row i, ending where row i + 1 starts;
     // shifting by one afterwards restores the starts.
     let mut indices = vec![0; triplets.len()];
-    let mut values = vec![0.0; triplets.len()];
+    let mut values = vec![T::ZERO; triplets.len()];
     for (i, j, value) in triplets {
         indices[indptr[i]] = j;
         values[indptr[i]] = value;

@@ -1,6 +1,7 @@
 //! The model matrices of the tests and benchmarks: Laplacians, convection-diffusion and
-//! reaction-diffusion operators on 1-D, 2-D and 3-D grids, and the Jacobian of the 2-D
-//! Brusselator.
+//! reaction-diffusion operators on 1-D, 2-D and 3-D grids, the Jacobian of the 2-D
+//! Brusselator, and two complex ones: a damped Helmholtz operator and a time-harmonic
+//! convection-diffusion operator.
 //!
 //! Conventions shared by every model:
 //!
@@ -15,8 +16,10 @@
 //!   dimensions, a size or species count of 0, a coefficient that is not finite) are
 //!   [`SparseError::InvalidMatrix`].
 
+use faer::c64;
+
 use crate::csr::check_len;
-use crate::{CsrMatrix, SparseError};
+use crate::{CsrMatrix, Scalar, SparseError};
 
 /// The negative Laplacian of a `d`-dimensional grid (`d = dims.len()`, 1 to 3), with
 /// Dirichlet boundaries and without the `1/h^2` factor: the 3-, 5- or 7-point stencil with
@@ -66,6 +69,61 @@ pub fn convection_diffusion(dims: &[usize], peclet: f64) -> Result<CsrMatrix, Sp
                 -1.0 - convection
             } else {
                 -1.0
+            }
+        },
+    )
+}
+
+/// A damped Helmholtz operator, complex symmetric (not hermitian) and indefinite for
+/// `shift.re` inside the Laplacian's spectrum: `A = L - shift I`, `L` the scaled
+/// [`laplacian`] of `dims` (no `1/h^2`), the discretization of `-Δu - (k^2 + i σ) u`
+/// multiplied by `h^2`, with `shift = h^2 (k^2 + i σ)`.
+///
+/// Entries: `2 d - shift` on the diagonal, `-1` to each grid neighbour (the pattern of
+/// [`laplacian`]). `L` is symmetric, so `A` is normal with eigenvalues `λ - shift`, `λ` those
+/// of `L` (in `(0, 4 d)`): regular whenever `shift.im != 0`, with
+/// `||A^{-1}||_2 <= 1 / |shift.im|`.
+///
+/// Errors: malformed `dims`, a `shift` that is not finite, too large a grid.
+pub fn helmholtz(dims: &[usize], shift: c64) -> Result<CsrMatrix<c64>, SparseError> {
+    let grid = Grid::new(dims)?;
+    check_finite("shift.re", shift.re)?;
+    check_finite("shift.im", shift.im)?;
+    let diagonal = c64::new(2.0 * grid.dimension as f64, 0.0) - shift;
+    let off = c64::new(-1.0, 0.0);
+    assemble(&grid, 1, |_, _| diagonal, |_, _| off)
+}
+
+/// A time-harmonic convection-diffusion operator, complex and unsymmetric:
+/// `A = C + i omega I`, `C` the [`convection_diffusion`] matrix of `dims` and `peclet` (upwind,
+/// scaled by `h^2`), the discretization of `i ω u - Δu + peclet ∂u/∂x` multiplied by `h^2`
+/// with `omega = h^2 ω`.
+///
+/// Entries: those of [`convection_diffusion`] (real) with `i omega` added to the diagonal.
+/// Regular for every `omega` (`C` is an M-matrix; for `omega != 0` the diagonal only
+/// gains an imaginary part).
+///
+/// Errors: malformed `dims`, a `peclet` or `omega` that is not finite, too large a grid.
+pub fn time_harmonic_convection_diffusion(
+    dims: &[usize],
+    peclet: f64,
+    omega: f64,
+) -> Result<CsrMatrix<c64>, SparseError> {
+    let grid = Grid::new(dims)?;
+    check_finite("peclet", peclet)?;
+    check_finite("omega", omega)?;
+    let convection = peclet.abs() / (grid.sizes[0] as f64 + 1.0);
+    let diagonal = c64::new(2.0 * grid.dimension as f64 + convection, omega);
+    let upwind_is_forward = peclet < 0.0;
+    assemble(
+        &grid,
+        1,
+        |_, _| diagonal,
+        |step, _| {
+            if step.axis == 0 && step.forward == upwind_is_forward {
+                c64::new(-1.0 - convection, 0.0)
+            } else {
+                c64::new(-1.0, 0.0)
             }
         },
     )
@@ -306,12 +364,12 @@ impl Grid {
 /// The matrix of `species` unknowns per point of `grid`: row `(p, s)` holds
 /// `neighbour(step, s)` at `(q, s)` for every grid neighbour `q` of `p`, and `block(s, t)`
 /// at `(p, t)` for every species `t`.
-fn assemble(
+fn assemble<T: Scalar>(
     grid: &Grid,
     species: usize,
-    block: impl Fn(usize, usize) -> f64,
-    neighbour: impl Fn(Step, usize) -> f64,
-) -> Result<CsrMatrix, SparseError> {
+    block: impl Fn(usize, usize) -> T,
+    neighbour: impl Fn(Step, usize) -> T,
+) -> Result<CsrMatrix<T>, SparseError> {
     let too_large = || SparseError::TooLarge {
         what: "the model matrix",
         detail: format!(

@@ -5,34 +5,37 @@
 //! sum is the same whichever device computed them), then its p fully summed columns are
 //! eliminated by a blocked right-looking LU with partial pivoting among the p fully summed
 //! rows (the structure stays that of `A + A^T`). A pivot that is still tiny
-//! (`|pivot| <= eps * max|A|`) is replaced by `sqrt(eps) * max|A|` with its sign (a static
-//! perturbation, counted; the solve's iterative refinement corrects for it). What remains of
-//! the trailing block is the front's contribution to its parent.
+//! (`|pivot| <= eps * max|A|`) is replaced by `sqrt(eps) * max|A|` with its sign, or for a
+//! complex pivot its phase (a static perturbation, counted; the solve's iterative refinement
+//! corrects for it). What remains of the trailing block is the front's contribution to its
+//! parent. Real and complex matrices run the same code ([`Scalar`]).
 
 use std::sync::Arc;
 
 use crate::dense::{factor_front, Pivoting};
 use crate::symbolic::Symbolic;
-use crate::{CsrMatrix, SparseError};
+use crate::{CsrMatrix, Scalar, SparseError};
 
 /// One front's factors.
 #[derive(Clone, Debug)]
-pub(crate) struct FrontFactor {
+pub(crate) struct FrontFactor<T> {
     /// At step k, row k was swapped with row `swaps[k]` (both fully summed, `< p`).
     pub swaps: Vec<usize>,
     /// Column-major `m x p`: the unit lower L11 below the diagonal and U11 on and above it
     /// (top `p x p`), then L21 (rows `p..m`).
-    pub lower: Vec<f64>,
+    pub lower: Vec<T>,
     /// Column-major `p x u`: U12.
-    pub upper: Vec<f64>,
+    pub upper: Vec<T>,
 }
 
 /// Options of the numeric phase.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct FactorOptions {
-    /// A pivot at most `tiny * max|A|` in magnitude is perturbed (default `f64::EPSILON`).
+    /// A pivot at most `tiny * max|A|` in magnitude is perturbed (default `f64::EPSILON`;
+    /// magnitudes are `|z|` for complex matrices).
     pub tiny: f64,
-    /// The perturbed pivot's magnitude, relative to `max|A|` (default `sqrt(f64::EPSILON)`).
+    /// The perturbed pivot's magnitude, relative to `max|A|` (default `sqrt(f64::EPSILON)`):
+    /// a real pivot keeps its sign, a complex one its phase (`0` becomes positive real).
     pub perturbation: f64,
 }
 
@@ -46,25 +49,26 @@ impl Default for FactorOptions {
 }
 
 /// A numeric factorization `P A Q = L U` (Q the analysis's order, P its row swaps) with the
-/// matrix's values kept for iterative refinement.
+/// matrix's values kept for iterative refinement; real (`T = f64`, the default) or complex
+/// (`T = c64`).
 #[derive(Clone, Debug)]
-pub struct Factorization {
+pub struct Factorization<T = f64> {
     pub(crate) symbolic: Arc<Symbolic>,
-    pub(crate) fronts: Vec<FrontFactor>,
+    pub(crate) fronts: Vec<FrontFactor<T>>,
     /// The factored matrix's values (on the analysed pattern), for residuals.
-    pub(crate) values: Vec<f64>,
+    pub(crate) values: Vec<T>,
     pub(crate) perturbed: usize,
     pub(crate) options: FactorOptions,
 }
 
-impl Factorization {
+impl<T: Scalar> Factorization<T> {
     /// Factors `a`, whose pattern `symbolic` analysed.
     ///
     /// Errors: a matrix with another pattern ([`SparseError::PatternMismatch`]), a value
     /// that is not finite.
     pub fn new(
         symbolic: Arc<Symbolic>,
-        a: &CsrMatrix,
+        a: &CsrMatrix<T>,
         options: FactorOptions,
     ) -> Result<Self, SparseError> {
         symbolic.check_pattern(a)?;
@@ -83,7 +87,7 @@ impl Factorization {
     /// integrator does when its step or order changes.
     ///
     /// Errors: as [`Factorization::new`]; on error `self` is unchanged.
-    pub fn refactor(&mut self, a: &CsrMatrix) -> Result<(), SparseError> {
+    pub fn refactor(&mut self, a: &CsrMatrix<T>) -> Result<(), SparseError> {
         *self = Self::new(Arc::clone(&self.symbolic), a, self.options)?;
         Ok(())
     }
@@ -99,23 +103,23 @@ impl Factorization {
     }
 
     /// The factored matrix, rebuilt from the kept values.
-    pub(crate) fn matrix_values(&self) -> &[f64] {
+    pub(crate) fn matrix_values(&self) -> &[T] {
         &self.values
     }
 }
 
 /// Factors every front in postorder (children before parents); returns the factors and the
 /// number of perturbed pivots.
-pub(crate) fn factor_fronts(
+pub(crate) fn factor_fronts<T: Scalar>(
     symbolic: &Symbolic,
-    values: &[f64],
+    values: &[T],
     max_abs: f64,
     options: &FactorOptions,
-) -> Result<(Vec<FrontFactor>, usize), SparseError> {
+) -> Result<(Vec<FrontFactor<T>>, usize), SparseError> {
     let count = symbolic.fronts.len();
     let mut factorizer = FrontFactorizer::new(symbolic, values, max_abs, options);
-    let mut contributions: Vec<Option<Vec<f64>>> = vec![None; count];
-    let mut factors: Vec<Option<FrontFactor>> = vec![None; count];
+    let mut contributions: Vec<Option<Vec<T>>> = vec![None; count];
+    let mut factors: Vec<Option<FrontFactor<T>>> = vec![None; count];
     factorizer.factor_subtrees(0..count, &mut contributions, &mut factors)?;
     let factors = factors
         .into_iter()
@@ -132,23 +136,23 @@ pub(crate) fn missing_contribution(f: usize) -> SparseError {
 
 /// Factors fronts one after another with one workspace: assembly, the children's blocks,
 /// elimination. One per rank.
-pub(crate) struct FrontFactorizer<'s> {
+pub(crate) struct FrontFactorizer<'s, T> {
     symbolic: &'s Symbolic,
-    values: &'s [f64],
+    values: &'s [T],
     pivoting: Pivoting,
     /// The front being factored, reused from front to front (zeroing memory already
     /// touched costs no page faults; a fresh allocation per front had two ranks contending
     /// in the kernel).
-    dense: Vec<f64>,
+    dense: Vec<T>,
     /// Pivots perturbed so far.
     pub perturbed: usize,
 }
 
-impl<'s> FrontFactorizer<'s> {
+impl<'s, T: Scalar> FrontFactorizer<'s, T> {
     /// A factorizer for `values` (on `symbolic`'s pattern, largest magnitude `max_abs`).
     pub fn new(
         symbolic: &'s Symbolic,
-        values: &'s [f64],
+        values: &'s [T],
         max_abs: f64,
         options: &FactorOptions,
     ) -> Self {
@@ -168,8 +172,8 @@ impl<'s> FrontFactorizer<'s> {
     pub fn factor<'b>(
         &mut self,
         f: usize,
-        children: impl IntoIterator<Item = (usize, &'b [f64])>,
-    ) -> Result<(FrontFactor, Vec<f64>), SparseError> {
+        children: impl IntoIterator<Item = (usize, &'b [T])>,
+    ) -> Result<(FrontFactor<T>, Vec<T>), SparseError> {
         self.assemble(f, children)?;
         let (factor, contribution, count) =
             factor_front(&mut self.dense, &self.symbolic.fronts[f], self.pivoting);
@@ -182,7 +186,7 @@ impl<'s> FrontFactorizer<'s> {
     pub fn assemble<'b>(
         &mut self,
         f: usize,
-        children: impl IntoIterator<Item = (usize, &'b [f64])>,
+        children: impl IntoIterator<Item = (usize, &'b [T])>,
     ) -> Result<(), SparseError> {
         let front = &self.symbolic.fronts[f];
         assemble(self.symbolic, f, self.values, &mut self.dense)?;
@@ -198,7 +202,7 @@ impl<'s> FrontFactorizer<'s> {
     }
 
     /// The workspace: the front last assembled, column-major.
-    pub fn workspace(&mut self) -> &mut Vec<f64> {
+    pub fn workspace(&mut self) -> &mut Vec<T> {
         &mut self.dense
     }
 
@@ -212,8 +216,8 @@ impl<'s> FrontFactorizer<'s> {
     pub fn factor_subtrees(
         &mut self,
         fronts: impl IntoIterator<Item = usize>,
-        contributions: &mut [Option<Vec<f64>>],
-        factors: &mut [Option<FrontFactor>],
+        contributions: &mut [Option<Vec<T>>],
+        factors: &mut [Option<FrontFactor<T>>],
     ) -> Result<(), SparseError> {
         for f in fronts {
             let blocks = self.symbolic.fronts[f]
@@ -246,11 +250,11 @@ fn pivot_thresholds(max_abs: f64, options: &FactorOptions) -> (f64, f64) {
 /// column-major, before its children's contributions are added: written into `dense`, a
 /// workspace reused from front to front (zeroing memory already touched costs no page
 /// faults; a fresh allocation per front had two ranks contending in the kernel).
-fn assemble(
+fn assemble<T: Scalar>(
     symbolic: &Symbolic,
     f: usize,
-    values: &[f64],
-    dense: &mut Vec<f64>,
+    values: &[T],
+    dense: &mut Vec<T>,
 ) -> Result<(), SparseError> {
     let m = symbolic.fronts[f].order();
     let size = m.checked_mul(m).ok_or_else(|| SparseError::TooLarge {
@@ -258,7 +262,7 @@ fn assemble(
         detail: format!("order {m}"),
     })?;
     dense.clear();
-    dense.resize(size, 0.0);
+    dense.resize(size, T::ZERO);
     for &(p, row, col) in &symbolic.entries[symbolic.entry_ptr[f]..symbolic.entry_ptr[f + 1]] {
         dense[row + col * m] += values[p];
     }
@@ -267,7 +271,7 @@ fn assemble(
 
 /// Adds a child's contribution block (column-major, order `positions.len()`) into the
 /// parent's front (order `m`) at `positions`.
-fn extend_add(front: &mut [f64], m: usize, block: &[f64], positions: &[usize]) {
+fn extend_add<T: Scalar>(front: &mut [T], m: usize, block: &[T], positions: &[usize]) {
     let u = positions.len();
     for (b, &col) in positions.iter().enumerate() {
         let source = &block[b * u..(b + 1) * u];

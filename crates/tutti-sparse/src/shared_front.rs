@@ -13,7 +13,8 @@
 //! those of one rank; the ranks of the range share the trailing updates, which dominate.
 //!
 //! Every rank of the group takes part in the collectives (ranks outside the range send and
-//! keep nothing), so the shared fronts are visited in the same postorder everywhere.
+//! keep nothing), so the shared fronts are visited in the same postorder everywhere. The
+//! collectives move `f64`s: complex values travel as `(re, im)` pairs ([`Scalar::pack`]).
 
 use std::ops::Range;
 
@@ -24,12 +25,12 @@ use crate::dense::{
 };
 use crate::numeric::FrontFactor;
 use crate::symbolic::Front;
-use crate::SparseError;
+use crate::{Scalar, SparseError};
 
 /// What one rank gets from factoring a shared front.
-pub(crate) struct Outcome {
+pub(crate) struct Outcome<T> {
     /// At the owner, the front's factors and its contribution block; elsewhere `None`.
-    pub kept: Option<(FrontFactor, Vec<f64>)>,
+    pub kept: Option<(FrontFactor<T>, Vec<T>)>,
     /// The pivots this rank perturbed (in the panels it factored).
     pub perturbed: usize,
 }
@@ -62,12 +63,12 @@ impl SharedFront<'_> {
     /// is a workspace.
     ///
     /// Errors: a collective's (another rank failed).
-    pub fn factor(
+    pub fn factor<T: Scalar>(
         &self,
         comm: &Comm<'_>,
-        dense: &mut Vec<f64>,
+        dense: &mut Vec<T>,
         pivoting: Pivoting,
-    ) -> Result<Outcome, SparseError> {
+    ) -> Result<Outcome<T>, SparseError> {
         let rank = comm.rank();
         let m = self.front.order();
         let p = self.front.pivots;
@@ -81,7 +82,7 @@ impl SharedFront<'_> {
                     let mut columns = Vec::new();
                     if r != rank {
                         for block in self.columns_of(r) {
-                            columns.extend_from_slice(&dense[block.start * m..block.end * m]);
+                            T::pack(&dense[block.start * m..block.end * m], &mut columns);
                         }
                     }
                     columns
@@ -91,7 +92,7 @@ impl SharedFront<'_> {
         let received = comm.scatter(self.owner(), dealt.as_deref())?;
         if inside && rank != self.owner() {
             dense.clear();
-            dense.resize(m * m, 0.0);
+            dense.resize(m * m, T::ZERO);
             place(dense, m, &mine, &received)?;
         }
 
@@ -112,22 +113,23 @@ impl SharedFront<'_> {
                     None => factor_panel(dense, m, p, panel.clone(), pivoting),
                 };
                 perturbed += count;
-                message.extend_from_slice(&dense[panel.start * m..panel.end * m]);
+                T::pack(&dense[panel.start * m..panel.end * m], &mut message);
                 // Row indices below p < 2^53: exact as doubles.
                 message.extend(panel_swaps.iter().map(|&r| r as f64));
             }
             comm.broadcast(root, &mut message)?;
-            if message.len() != width * m + width {
+            let packed = width * m * T::PACKED;
+            if message.len() != packed + width {
                 return Err(SparseError::invalid(format!(
                     "a panel of {width} columns of a front of order {m} arrived as {} values",
                     message.len()
                 )));
             }
-            let panel_swaps: Vec<usize> =
-                message[width * m..].iter().map(|&r| r as usize).collect();
+            let panel_swaps: Vec<usize> = message[packed..].iter().map(|&r| r as usize).collect();
             if inside {
                 if rank != root {
-                    dense[panel.start * m..panel.end * m].copy_from_slice(&message[..width * m]);
+                    let columns = T::unpack(&message[..packed]).ok_or_else(|| odd(packed))?;
+                    dense[panel.start * m..panel.end * m].copy_from_slice(&columns);
                 }
                 // The holder of the next panel brings its block up to date and factors it
                 // before its other updates, so the next broadcast need not wait for them.
@@ -169,7 +171,7 @@ impl SharedFront<'_> {
         let mut send = Vec::new();
         if inside && rank != self.owner() {
             for block in &mine {
-                send.extend_from_slice(&dense[block.start * m..block.end * m]);
+                T::pack(&dense[block.start * m..block.end * m], &mut send);
             }
         }
         let gathered = comm.gather(self.owner(), &send)?;
@@ -189,14 +191,23 @@ impl SharedFront<'_> {
     }
 }
 
-/// Copies `columns` (the blocks' columns, concatenated) into their places in `dense`.
-fn place(
-    dense: &mut [f64],
+/// A packed message of `len` `f64`s that holds no whole number of values.
+fn odd(len: usize) -> SparseError {
+    SparseError::invalid(format!(
+        "a message of {len} numbers holds no whole number of values"
+    ))
+}
+
+/// Copies `packed` (the blocks' columns, concatenated, packed by [`Scalar::pack`]) into
+/// their places in `dense`.
+fn place<T: Scalar>(
+    dense: &mut [T],
     m: usize,
     blocks: &[Range<usize>],
-    columns: &[f64],
+    packed: &[f64],
 ) -> Result<(), SparseError> {
     let expected: usize = blocks.iter().map(|b| b.len() * m).sum();
+    let columns = T::unpack(packed).ok_or_else(|| odd(packed.len()))?;
     if columns.len() != expected {
         return Err(SparseError::invalid(format!(
             "{} values arrived for {expected} of a front's columns",
@@ -219,20 +230,28 @@ mod tests {
     use tutti_backend::{GpuUse, Resources};
     use tutti_group::Group;
 
-    /// A front of order `pivots + update` with pseudo-random entries, column `zero` of its
-    /// fully summed part zero (a pivot to perturb).
-    fn random_front(pivots: usize, update: usize, zero: usize) -> (Front, Vec<f64>) {
+    /// A matrix entry made from pseudo-random draws.
+    type Entry<T> = fn(&mut dyn FnMut() -> f64) -> T;
+
+    /// A front of order `pivots + update` with pseudo-random entries (`entry` made from
+    /// the draws of its argument, in `[-0.5, 0.5)`), column `zero` of its fully summed part
+    /// zero (a pivot to perturb).
+    fn random_front<T: Scalar>(
+        pivots: usize,
+        update: usize,
+        zero: usize,
+        entry: Entry<T>,
+    ) -> (Front, Vec<T>) {
         let m = pivots + update;
         let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut dense: Vec<f64> = (0..m * m)
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                (state >> 11) as f64 / (1u64 << 53) as f64 - 0.5
-            })
-            .collect();
-        dense[zero * m..zero * m + pivots].fill(0.0);
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+        };
+        let mut dense: Vec<T> = (0..m * m).map(|_| entry(&mut next)).collect();
+        dense[zero * m..zero * m + pivots].fill(T::ZERO);
         let front = Front {
             first: 0,
             pivots,
@@ -243,16 +262,25 @@ mod tests {
         (front, dense)
     }
 
-    #[test]
-    fn a_front_factored_by_its_range_has_the_bits_of_one_rank() {
+    /// Every front of the test, factored by ranges of 2, 3 and 4 ranks, has the factors and
+    /// contribution block of one rank, bit for bit.
+    fn check_shared_fronts<T: Scalar>(entry: Entry<T>) {
         let pivoting = Pivoting {
             tiny: 1e-300,
             replacement: 1e-8,
         };
+        let bits = |v: &[T]| {
+            v.iter()
+                .map(|x| {
+                    let (re, im) = x.parts();
+                    (re.to_bits(), im.to_bits())
+                })
+                .collect::<Vec<_>>()
+        };
         // Pivots not a multiple of the panel, an update part, fronts larger and smaller
         // than the range's blocks.
         for (pivots, update, zero) in [(75, 40, 33), (96, 0, 5), (20, 50, 0), (200, 130, 101)] {
-            let (front, assembled) = random_front(pivots, update, zero);
+            let (front, assembled) = random_front(pivots, update, zero, entry);
             let mut alone = assembled.clone();
             let (want, want_contribution, want_perturbed) =
                 factor_front(&mut alone, &front, pivoting);
@@ -284,13 +312,25 @@ mod tests {
                     assert_eq!(rank, ranks.start);
                     let label = format!("p {pivots}, u {update}, ranks {ranks:?} of {size}");
                     assert_eq!(factor.swaps, want.swaps, "{label}");
-                    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
                     assert_eq!(bits(&factor.lower), bits(&want.lower), "{label}");
                     assert_eq!(bits(&factor.upper), bits(&want.upper), "{label}");
                     assert_eq!(bits(&contribution), bits(&want_contribution), "{label}");
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_front_factored_by_its_range_has_the_bits_of_one_rank() {
+        check_shared_fronts(|next| next());
+    }
+
+    #[test]
+    fn a_complex_front_factored_by_its_range_has_the_bits_of_one_rank() {
+        check_shared_fronts(|next| {
+            let re = next();
+            faer::c64::new(re, next())
+        });
     }
 
     #[test]

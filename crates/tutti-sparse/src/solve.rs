@@ -4,7 +4,7 @@
 use crate::csr::check_len;
 use crate::numeric::{Factorization, FrontFactor};
 use crate::symbolic::Symbolic;
-use crate::SparseError;
+use crate::{Scalar, SparseError};
 
 /// A backward error above this after refinement, with perturbed pivots, means the matrix is
 /// singular to working precision: refinement against a perturbation of `sqrt(eps) max|A|`
@@ -37,11 +37,12 @@ pub struct SolveInfo {
     /// Refinement steps taken.
     pub refinements: usize,
     /// The largest backward error over the right-hand sides,
-    /// `||b - A x||_inf / (||A||_inf ||x||_inf + ||b||_inf)`.
+    /// `||b - A x||_inf / (||A||_inf ||x||_inf + ||b||_inf)` (with `|z|` for complex
+    /// entries).
     pub backward_error: f64,
 }
 
-impl Factorization {
+impl<T: Scalar> Factorization<T> {
     /// Solves `A X = B` in place for `rhs` right-hand sides: `b` holds them column-major
     /// (`unknowns x rhs`) and receives X. Refines iteratively (see [`SolveOptions`]) when the
     /// first solve's backward error is above the target, keeping the best iterate.
@@ -51,7 +52,7 @@ impl Factorization {
     /// not bring the backward error below 1e-10.
     pub fn solve_in_place(
         &self,
-        b: &mut [f64],
+        b: &mut [T],
         rhs: usize,
         options: &SolveOptions,
     ) -> Result<SolveInfo, SparseError> {
@@ -74,18 +75,18 @@ impl Factorization {
     }
 
     /// One solve with the factors, in place, for one right-hand side (old numbering).
-    fn solve_once(&self, b: &mut [f64]) {
+    fn solve_once(&self, b: &mut [T]) {
         let symbolic = &self.symbolic;
         let order = symbolic.tree.order();
-        let permuted: Vec<f64> = order.iter().map(|&old| b[old]).collect();
-        let fronts: Vec<(usize, &FrontFactor)> = self.fronts.iter().enumerate().collect();
-        let mut z = vec![0.0; symbolic.unknowns()];
-        let mut pending: Vec<Option<Vec<f64>>> = vec![None; symbolic.fronts.len()];
+        let permuted: Vec<T> = order.iter().map(|&old| b[old]).collect();
+        let fronts: Vec<(usize, &FrontFactor<T>)> = self.fronts.iter().enumerate().collect();
+        let mut z = vec![T::ZERO; symbolic.unknowns()];
+        let mut pending: Vec<Option<Vec<T>>> = vec![None; symbolic.fronts.len()];
         for &(f, factor) in &fronts {
             let contribution = forward_front(symbolic, f, factor, &permuted, &mut pending, &mut z);
             pending[f] = Some(contribution);
         }
-        let mut x = vec![0.0; symbolic.unknowns()];
+        let mut x = vec![T::ZERO; symbolic.unknowns()];
         for &(f, factor) in fronts.iter().rev() {
             backward_front(symbolic, f, factor, &z, &mut x);
         }
@@ -100,17 +101,17 @@ impl Factorization {
 /// order, so the sums do not depend on where the children were solved), then
 /// `z = L11^{-1} P rhs` into `z` (the front's unknowns) and the front's own contribution,
 /// `rhs[p..] - L21 z`, returned for its parent.
-pub(crate) fn forward_front(
+pub(crate) fn forward_front<T: Scalar>(
     symbolic: &Symbolic,
     f: usize,
-    factor: &FrontFactor,
-    b: &[f64],
-    pending: &mut [Option<Vec<f64>>],
-    z: &mut [f64],
-) -> Vec<f64> {
+    factor: &FrontFactor<T>,
+    b: &[T],
+    pending: &mut [Option<Vec<T>>],
+    z: &mut [T],
+) -> Vec<T> {
     let front = &symbolic.fronts[f];
     let (first, p, m) = (front.first, front.pivots, front.order());
-    let mut rhs = vec![0.0; m];
+    let mut rhs = vec![T::ZERO; m];
     rhs[..p].copy_from_slice(&b[first..first + p]);
     for &c in &front.children {
         if let Some(block) = pending[c].take() {
@@ -125,7 +126,7 @@ pub(crate) fn forward_front(
     }
     for k in 0..p {
         let zk = own[k];
-        if zk != 0.0 {
+        if zk != T::ZERO {
             let column = &factor.lower[k * m..(k + 1) * m];
             for r in k + 1..p {
                 own[r] -= column[r] * zk;
@@ -143,19 +144,19 @@ pub(crate) fn forward_front(
 /// The backward step of front `f`: `x = U11^{-1} (z - U12 x_update)` for its unknowns,
 /// from its forward result `z` and the solution at its update unknowns (its ancestors',
 /// already in `x`).
-pub(crate) fn backward_front(
+pub(crate) fn backward_front<T: Scalar>(
     symbolic: &Symbolic,
     f: usize,
-    factor: &FrontFactor,
-    z: &[f64],
-    x: &mut [f64],
+    factor: &FrontFactor<T>,
+    z: &[T],
+    x: &mut [T],
 ) {
     let front = &symbolic.fronts[f];
     let (first, p, m) = (front.first, front.pivots, front.order());
-    let mut own: Vec<f64> = z[first..first + p].to_vec();
+    let mut own: Vec<T> = z[first..first + p].to_vec();
     for (c, &v) in front.update.iter().enumerate() {
         let xv = x[v];
-        if xv != 0.0 {
+        if xv != T::ZERO {
             let column = &factor.upper[c * p..(c + 1) * p];
             for (target, &u) in own.iter_mut().zip(column) {
                 *target -= u * xv;
@@ -166,7 +167,7 @@ pub(crate) fn backward_front(
         let column = &factor.lower[k * m..k * m + p];
         own[k] /= column[k];
         let xk = own[k];
-        if xk != 0.0 {
+        if xk != T::ZERO {
             for r in 0..k {
                 own[r] -= column[r] * xk;
             }
@@ -176,49 +177,49 @@ pub(crate) fn backward_front(
 }
 
 /// Errors on the first right-hand side entry that is not finite (`b` column-major, `n` rows).
-pub(crate) fn check_finite_rhs(b: &[f64], n: usize) -> Result<(), SparseError> {
+pub(crate) fn check_finite_rhs<T: Scalar>(b: &[T], n: usize) -> Result<(), SparseError> {
     match b.iter().position(|v| !v.is_finite()) {
         None => Ok(()),
         Some(k) => Err(SparseError::NonFiniteRightHandSide {
             row: k % n.max(1),
             column: k / n.max(1),
-            value: b[k],
+            value: b[k].non_finite_part(),
         }),
     }
 }
 
 /// The factored matrix, for residuals: its pattern and values.
-pub(crate) struct Residual<'a> {
+pub(crate) struct Residual<'a, T> {
     pub indptr: &'a [usize],
     pub indices: &'a [usize],
-    pub values: &'a [f64],
+    pub values: &'a [T],
 }
 
-impl Residual<'_> {
+impl<T: Scalar> Residual<'_, T> {
     /// `||A||_inf`.
     fn norm_inf(&self) -> f64 {
         (0..self.indptr.len().saturating_sub(1))
             .map(|i| {
                 self.values[self.indptr[i]..self.indptr[i + 1]]
                     .iter()
-                    .map(|v| v.abs())
+                    .map(|v| v.magnitude())
                     .sum::<f64>()
             })
             .fold(0.0, f64::max)
     }
 
     /// Writes `b - A x` into `residual` and returns the backward error of `x`.
-    fn of(&self, x: &[f64], b: &[f64], norm_a: f64, residual: &mut [f64]) -> f64 {
+    fn of(&self, x: &[T], b: &[T], norm_a: f64, residual: &mut [T]) -> f64 {
         for (i, r) in residual.iter_mut().enumerate() {
             let range = self.indptr[i]..self.indptr[i + 1];
-            let ax: f64 = self.indices[range.clone()]
+            let ax: T = self.indices[range.clone()]
                 .iter()
                 .zip(&self.values[range])
                 .map(|(&j, &a)| a * x[j])
                 .sum();
             *r = b[i] - ax;
         }
-        let norm = |v: &[f64]| v.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+        let norm = |v: &[T]| v.iter().fold(0.0f64, |m, x| m.max(x.magnitude()));
         let denominator = norm_a * norm(x) + norm(b);
         if denominator == 0.0 {
             0.0
@@ -230,14 +231,14 @@ impl Residual<'_> {
 
 /// Solves every column of `b` (`n` rows, `rhs` columns) with `solve_once` and refines it,
 /// keeping the best iterate; the same steps whoever solves (one rank or several).
-pub(crate) fn refine(
-    b: &mut [f64],
+pub(crate) fn refine<T: Scalar>(
+    b: &mut [T],
     rhs: usize,
     n: usize,
     options: &SolveOptions,
     perturbed: usize,
-    matrix: &Residual<'_>,
-    mut solve_once: impl FnMut(&mut [f64]) -> Result<(), SparseError>,
+    matrix: &Residual<'_, T>,
+    mut solve_once: impl FnMut(&mut [T]) -> Result<(), SparseError>,
 ) -> Result<SolveInfo, SparseError> {
     let norm_a = matrix.norm_inf();
     let mut refinements = 0;
@@ -245,13 +246,17 @@ pub(crate) fn refine(
     for column in b.chunks_mut(n.max(1)).take(rhs) {
         let original = column.to_vec();
         solve_once(column)?;
-        let mut residual = vec![0.0; n];
+        let mut residual = vec![T::ZERO; n];
         let mut error = matrix.of(column, &original, norm_a, &mut residual);
         let mut steps = 0;
         while error > options.target && steps < options.max_refinements {
             solve_once(&mut residual)?;
-            let candidate: Vec<f64> = column.iter().zip(&residual).map(|(x, dx)| x + dx).collect();
-            let mut next_residual = vec![0.0; n];
+            let candidate: Vec<T> = column
+                .iter()
+                .zip(&residual)
+                .map(|(&x, &dx)| x + dx)
+                .collect();
+            let mut next_residual = vec![T::ZERO; n];
             let next = matrix.of(&candidate, &original, norm_a, &mut next_residual);
             steps += 1;
             // Keep the better iterate; stop once refinement stops helping (or a NaN).

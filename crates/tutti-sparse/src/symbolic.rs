@@ -2,7 +2,7 @@
 //! the children's contribution blocks into it, and the fill and flops it predicts. Made once
 //! per pattern and reused by every numeric factorization with that pattern.
 
-use crate::{CsrMatrix, Graph, SeparatorTree, SparseError};
+use crate::{CsrMatrix, Graph, Scalar, SeparatorTree, SparseError};
 
 /// One front of the multifrontal factorization: a tree node's unknowns (the fully summed
 /// ones) and its update unknowns (those of ancestors it couples to), in the new order.
@@ -72,7 +72,7 @@ impl Symbolic {
     /// Errors: a matrix that is not square or not of the tree's size; a tree that is not an
     /// assembly tree for the pattern (an edge between two subtrees); an empty row or column
     /// (structurally singular); sizes that overflow.
-    pub fn new(a: &CsrMatrix, tree: SeparatorTree) -> Result<Self, SparseError> {
+    pub fn new<T: Scalar>(a: &CsrMatrix<T>, tree: SeparatorTree) -> Result<Self, SparseError> {
         let graph = Graph::of_matrix(a)?;
         tree.check(&graph)?;
         let n = a.rows();
@@ -209,7 +209,7 @@ impl Symbolic {
     }
 
     /// Errors unless `a` has exactly the analysed pattern.
-    pub(crate) fn check_pattern(&self, a: &CsrMatrix) -> Result<(), SparseError> {
+    pub(crate) fn check_pattern<T: Scalar>(&self, a: &CsrMatrix<T>) -> Result<(), SparseError> {
         let n = self.unknowns();
         if a.rows() != n || a.cols() != n {
             return Err(SparseError::PatternMismatch {
@@ -237,7 +237,7 @@ impl Symbolic {
 }
 
 /// Errors on the first empty row or column: no pivot exists for it.
-fn check_structure(a: &CsrMatrix) -> Result<(), SparseError> {
+fn check_structure<T: Scalar>(a: &CsrMatrix<T>) -> Result<(), SparseError> {
     let n = a.rows();
     if let Some(row) = (0..n).find(|&i| a.row(i).0.is_empty()) {
         return Err(SparseError::StructurallySingular {
@@ -257,7 +257,7 @@ fn check_structure(a: &CsrMatrix) -> Result<(), SparseError> {
 }
 
 /// The fill, flops and sizes of a factorization with these fronts.
-fn statistics(a: &CsrMatrix, fronts: &[Front]) -> Result<Statistics, SparseError> {
+fn statistics<T: Scalar>(a: &CsrMatrix<T>, fronts: &[Front]) -> Result<Statistics, SparseError> {
     let mut factor_nnz = 0u64;
     let mut factor_flops = 0f64;
     let mut solve_flops = 0f64;
