@@ -33,6 +33,8 @@ pub struct RankFactors<T = f64> {
     fronts: Vec<Option<FrontFactor<T>>>,
     /// The factored matrix's values, for residuals (every rank holds them).
     values: Vec<T>,
+    /// `||A||_inf` of those values, for the solves' backward errors.
+    norm_inf: f64,
     /// Pivots perturbed over all ranks.
     perturbed: usize,
     rank: usize,
@@ -111,6 +113,7 @@ pub fn factor_on<T: Scalar>(
         mapping,
         fronts,
         values: values.to_vec(),
+        norm_inf: a.norm_inf(),
         perturbed: usize::try_from(total[0]).unwrap_or(usize::MAX),
         rank,
     })
@@ -140,6 +143,7 @@ pub fn solve_on<T: Scalar>(
         indptr: &factors.symbolic.indptr,
         indices: &factors.symbolic.indices,
         values: &factors.values,
+        norm_inf: factors.norm_inf,
     };
     crate::solve::refine(b, rhs, n, options, factors.perturbed, &residual, |column| {
         solve_once_on(comm, factors, column)

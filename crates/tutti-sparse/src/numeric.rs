@@ -57,6 +57,8 @@ pub struct Factorization<T = f64> {
     pub(crate) fronts: Vec<FrontFactor<T>>,
     /// The factored matrix's values (on the analysed pattern), for residuals.
     pub(crate) values: Vec<T>,
+    /// `||A||_inf` of those values, for the solves' backward errors.
+    pub(crate) norm_inf: f64,
     pub(crate) perturbed: usize,
     pub(crate) options: FactorOptions,
 }
@@ -78,6 +80,7 @@ impl<T: Scalar> Factorization<T> {
             symbolic,
             fronts,
             values: a.values().to_vec(),
+            norm_inf: a.norm_inf(),
             perturbed,
             options,
         })

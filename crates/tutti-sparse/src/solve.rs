@@ -67,6 +67,7 @@ impl<T: Scalar> Factorization<T> {
             indptr: &self.symbolic.indptr,
             indices: &self.symbolic.indices,
             values: self.matrix_values(),
+            norm_inf: self.norm_inf,
         };
         refine(b, rhs, n, options, self.perturbed, &residual, |column| {
             self.solve_once(column);
@@ -193,21 +194,11 @@ pub(crate) struct Residual<'a, T> {
     pub indptr: &'a [usize],
     pub indices: &'a [usize],
     pub values: &'a [T],
+    /// `||A||_inf`, computed once when the matrix was factored.
+    pub norm_inf: f64,
 }
 
 impl<T: Scalar> Residual<'_, T> {
-    /// `||A||_inf`.
-    fn norm_inf(&self) -> f64 {
-        (0..self.indptr.len().saturating_sub(1))
-            .map(|i| {
-                self.values[self.indptr[i]..self.indptr[i + 1]]
-                    .iter()
-                    .map(|v| v.magnitude())
-                    .sum::<f64>()
-            })
-            .fold(0.0, f64::max)
-    }
-
     /// Writes `b - A x` into `residual` and returns the backward error of `x`.
     fn of(&self, x: &[T], b: &[T], norm_a: f64, residual: &mut [T]) -> f64 {
         for (i, r) in residual.iter_mut().enumerate() {
@@ -240,7 +231,7 @@ pub(crate) fn refine<T: Scalar>(
     matrix: &Residual<'_, T>,
     mut solve_once: impl FnMut(&mut [T]) -> Result<(), SparseError>,
 ) -> Result<SolveInfo, SparseError> {
-    let norm_a = matrix.norm_inf();
+    let norm_a = matrix.norm_inf;
     let mut refinements = 0;
     let mut worst = 0.0f64;
     for column in b.chunks_mut(n.max(1)).take(rhs) {
