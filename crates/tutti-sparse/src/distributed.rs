@@ -303,23 +303,30 @@ fn unpack<'b, T: Scalar>(
         .collect()
 }
 
-/// A factorization split among the ranks of an in-process [`Group`]: one
-/// [`RankFactors`] per rank, factored and used inside `group.run`; real (`T = f64`, the
-/// default) or complex (`T = c64`).
+/// A factorization split among the ranks of a [`Group`]: one [`RankFactors`] per rank of
+/// this process, factored and used inside `group.run`; real (`T = f64`, the default) or
+/// complex (`T = c64`). In a group spanning processes every process holds its own ranks'
+/// parts and every process calls the same methods, as with any collective.
 #[derive(Clone, Debug)]
 pub struct SplitFactorization<T = f64> {
+    /// This process's ranks' parts, its first rank's first.
     parts: Vec<RankFactors<T>>,
+    /// The group's size (all processes).
+    ranks: usize,
+    /// The group rank of `parts[0]`.
+    first_rank: usize,
     plan: Plan,
 }
 
 impl<T: Scalar> SplitFactorization<T> {
-    /// Factors `a` on every rank of `group` (one process's group), after checking with
-    /// [`crate::plan`] that each rank's part fits its device within the caps of
-    /// `resources` (refused up front otherwise).
+    /// Factors `a` on every rank of `group`, after checking with [`crate::plan`] that each
+    /// of this process's ranks' part fits its device within the caps of `resources` (refused
+    /// up front otherwise; in a group spanning processes, a refusal on one process fails the
+    /// others' runs too instead of leaving them waiting).
     ///
     /// Errors: [`SparseError::Plan`] when a rank's part does not fit; those of
-    /// [`factor_on`]; a group spanning processes (use [`factor_on`] inside its `run`); a
-    /// rank's failure or panic.
+    /// [`factor_on`]; a rank's failure or panic (in another process: its message, as
+    /// [`SparseError::Group`]).
     pub fn new(
         group: &Group,
         symbolic: Arc<Symbolic>,
@@ -327,22 +334,22 @@ impl<T: Scalar> SplitFactorization<T> {
         options: FactorOptions,
         resources: &Resources,
     ) -> Result<Self, SparseError> {
-        if group.is_spanning() {
-            return Err(SparseError::argument(
-                "a group spanning processes keeps its factors inside its run: call factor_on there",
-            ));
-        }
-        let plan = crate::footprint::plan_entries(
+        let plan = group.before_run(crate::footprint::plan_entries(
             &symbolic,
             group.size(),
             group.devices(),
             resources,
             std::mem::size_of::<T>() as u64,
-        )?;
+        ))?;
         let parts = group
             .run(|comm| factor_on(comm, Arc::clone(&symbolic), a, options))
             .map_err(run_error)?;
-        Ok(Self { parts, plan })
+        Ok(Self {
+            parts,
+            ranks: group.size(),
+            first_rank: group.local_ranks().start,
+            plan,
+        })
     }
 
     /// The memory plan the factorization was checked against.
@@ -353,7 +360,8 @@ impl<T: Scalar> SplitFactorization<T> {
     /// Solves with every rank of `group` (the group that factored), in place; see
     /// [`solve_on`].
     ///
-    /// Errors: those of [`solve_on`]; a group of another size.
+    /// Errors: those of [`solve_on`]; a group of another size, or whose ranks in this
+    /// process are not those that factored.
     pub fn solve_in_place(
         &self,
         group: &Group,
@@ -361,27 +369,47 @@ impl<T: Scalar> SplitFactorization<T> {
         rhs: usize,
         options: &SolveOptions,
     ) -> Result<SolveInfo, SparseError> {
-        if group.size() != self.parts.len() || group.is_spanning() {
+        let local = group.local_ranks();
+        if group.size() != self.ranks
+            || local.start != self.first_rank
+            || local.len() != self.parts.len()
+        {
             return Err(SparseError::argument(format!(
-                "factored on {} ranks, solved on a group of {}",
-                self.parts.len(),
+                "factored on {} ranks (ranks {}..{} in this process), solved on a group of {} \
+                 (ranks {local:?} in this process)",
+                self.ranks,
+                self.first_rank,
+                self.first_rank + self.parts.len(),
                 group.size()
             )));
         }
         let input = b.to_vec();
         let mut results = group
             .run(|comm| {
+                let part = comm
+                    .rank()
+                    .checked_sub(self.first_rank)
+                    .and_then(|index| self.parts.get(index))
+                    .ok_or_else(|| {
+                        SparseError::argument(format!("rank {} holds no part", comm.rank()))
+                    })?;
                 let mut mine = input.clone();
-                let info = solve_on(comm, &self.parts[comm.rank()], &mut mine, rhs, options)?;
+                let info = solve_on(comm, part, &mut mine, rhs, options)?;
                 Ok::<_, SparseError>((mine, info))
             })
             .map_err(run_error)?;
+        if results.is_empty() {
+            return Err(SparseError::argument(
+                "the group ran no rank in this process",
+            ));
+        }
         let (x, info) = results.swap_remove(0);
         b.copy_from_slice(&x);
         Ok(info)
     }
 
-    /// Every rank's part, rank 0 first.
+    /// This process's ranks' parts, its first rank's first (every rank's in a group of one
+    /// process).
     pub fn parts(&self) -> &[RankFactors<T>] {
         &self.parts
     }
