@@ -1,6 +1,9 @@
 //! `tutti sparse`: solve a sparse linear system by a multifrontal LU split among devices
 //! (`solve`), or print what its analysis predicts (`info`).
 
+use std::fmt::Display;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
@@ -9,14 +12,15 @@ use clap::{ArgGroup, Args, Subcommand, ValueEnum};
 use serde_json::{json, Value};
 use tutti_backend::{format_bytes, GpuUse, Resources};
 use tutti_group::{Group, RunError};
-use tutti_plan::npy;
-use tutti_plan::Tier;
+use tutti_plan::npy::{self, NpyError};
+use tutti_plan::{ObjectSpec, Plan, Planner, Tier};
 use tutti_sparse::ordering::{
     grid_dissection, metis_dissection, nested_dissection, Grid, OrderingOptions,
 };
 use tutti_sparse::{
-    analyse, factor_on, matrix_market, models, solve_on, CsrMatrix, FactorOptions, Factorization,
-    Graph, OrderingMethod, SolveInfo, SolveOptions, SparseError, SplitFactorization, Symbolic,
+    analyse, c64, factor_on, matrix_market, models, solve_on, CsrMatrix, FactorOptions,
+    Factorization, Graph, OrderingMethod, Scalar, SolveInfo, SolveOptions, SparseError,
+    SplitFactorization, Symbolic,
 };
 
 use crate::failure::Failure;
@@ -89,8 +93,9 @@ enum OrderingArg {
 #[derive(Args, Clone, Debug)]
 #[command(group(ArgGroup::new("source").required(true).args(["matrix", "model"])))]
 struct MatrixArgs {
-    /// The matrix, a Matrix Market file (coordinate; real, integer or pattern; general,
-    /// symmetric or skew-symmetric).
+    /// The matrix, a Matrix Market file (coordinate; real, integer, pattern or complex;
+    /// general, symmetric, skew-symmetric or, complex, hermitian). `sparse solve` solves a
+    /// complex file in complex128.
     #[arg(long, value_name = "A.mtx")]
     matrix: Option<PathBuf>,
     /// A built-in model matrix instead of a file, on the grid of `--dims`.
@@ -133,11 +138,11 @@ struct SolveArgs {
     matrix: MatrixArgs,
     /// The right-hand side: a float64 .npy vector of length n, or an (n, k) C-order array
     /// for k right-hand sides (default: one, A * ones, and the error against x = 1 is
-    /// reported).
+    /// reported). For a complex matrix, complex128 (a float64 file is promoted).
     #[arg(long, value_name = "b.npy")]
     rhs: Option<PathBuf>,
-    /// Where to write the solution: a float64 .npy of the right-hand side's shape, written
-    /// atomically.
+    /// Where to write the solution: a .npy of the right-hand side's shape (float64, or
+    /// complex128 for a complex matrix), written atomically.
     #[arg(long, value_name = "x.npy")]
     out: Option<PathBuf>,
     /// Print the memory plan (each device's fronts and contribution blocks, factors and
@@ -339,10 +344,11 @@ impl Problem {
         })
     }
 
-    /// The matrix: read from its file or built.
-    fn matrix(&self) -> Result<CsrMatrix, Failure> {
+    /// The matrix in `T`: read from its file or built (a model is real, promoted for a
+    /// complex `T`).
+    fn matrix<T: Field>(&self) -> Result<CsrMatrix<T>, Failure> {
         match &self.source {
-            Source::File(path) => Ok(matrix_market::read(path)?),
+            Source::File(path) => Ok(T::read_matrix(path)?),
             Source::Model {
                 model,
                 dims,
@@ -358,7 +364,7 @@ impl Problem {
                     }
                 };
                 // The models' bad arguments: name the flag.
-                built.map_err(|error| match error {
+                built.map(T::matrix_from_real).map_err(|error| match error {
                     SparseError::InvalidArgument { detail } => {
                         Failure::input(format!("`--model {}`: {detail}", model.name()))
                     }
@@ -429,8 +435,8 @@ impl Problem {
 }
 
 /// A matrix and its analysis, with what each step took.
-struct Analysed {
-    a: CsrMatrix,
+struct Analysed<T: Scalar = f64> {
+    a: CsrMatrix<T>,
     symbolic: Arc<Symbolic>,
     /// Seconds to read or build the matrix, to order it, and to analyse its pattern.
     matrix_seconds: f64,
@@ -438,11 +444,11 @@ struct Analysed {
     symbolic_seconds: f64,
 }
 
-/// Reads or builds the matrix, orders it and analyses its pattern.
-fn analyse_problem(problem: &Problem) -> Result<Analysed, Failure> {
+/// Reads or builds the matrix in `T`, orders it and analyses its pattern.
+fn analyse_problem<T: Field>(problem: &Problem) -> Result<Analysed<T>, Failure> {
     let started = Instant::now();
     log::info!("matrix: {}", problem.describe());
-    let a = problem.matrix()?;
+    let a = problem.matrix::<T>()?;
     if a.rows() != a.cols() {
         return Err(SparseError::NotSquare {
             rows: a.rows(),
@@ -528,7 +534,7 @@ fn merge(mut fields: Value, extra: Value) -> Value {
 fn run_info(args: &InfoArgs, json: bool) -> Result<(), Failure> {
     let started = Instant::now();
     let problem = Problem::resolve(&args.matrix)?;
-    let analysed = analyse_problem(&problem)?;
+    let analysed = analyse_problem::<f64>(&problem)?;
     let symbolic = &analysed.symbolic;
     // The per-device memory on P simulated devices: the plan's device tier, or its refusal
     // where P devices of this node could not hold it.
@@ -609,17 +615,17 @@ fn run_info(args: &InfoArgs, json: bool) -> Result<(), Failure> {
 
 /// The right-hand sides to solve for: column-major `n x count`, and the `.npy` shape the
 /// solution is written in.
-struct RightHandSides {
-    values: Vec<f64>,
+struct RightHandSides<T> {
+    values: Vec<T>,
     count: usize,
     shape: Vec<u64>,
 }
 
-impl RightHandSides {
+impl<T: Field> RightHandSides<T> {
     /// `A * ones`: one right-hand side whose solution is known.
-    fn of_ones(a: &CsrMatrix) -> Result<Self, Failure> {
-        let mut values = vec![0.0; a.rows()];
-        a.matvec(&vec![1.0; a.cols()], &mut values)?;
+    fn of_ones(a: &CsrMatrix<T>) -> Result<Self, Failure> {
+        let mut values = vec![T::ZERO; a.rows()];
+        a.matvec(&vec![T::from_real(1.0); a.cols()], &mut values)?;
         Ok(Self {
             shape: vec![a.rows() as u64],
             values,
@@ -627,9 +633,11 @@ impl RightHandSides {
         })
     }
 
-    /// Reads `--rhs`: a float64 C-order `.npy` of shape `(n,)` or `(n, k)`, `k >= 1`.
+    /// Reads `--rhs`: a C-order `.npy` of shape `(n,)` or `(n, k)`, `k >= 1`, of `T`'s dtype
+    /// ([`Field::read_npy`]).
     fn read(path: &Path, n: usize) -> Result<Self, Failure> {
-        let (shape, values) = read_npy_f64(path)?;
+        let (shape, values) =
+            T::read_npy(path).map_err(|error| Failure::input(error.to_string()))?;
         let bad = |message: String| Failure::input(format!("{}: {message}", path.display()));
         let count = match shape[..] {
             [rows] if rows == n as u64 => 1,
@@ -668,7 +676,7 @@ impl RightHandSides {
     }
 
     /// `x` (column-major, as solved) in the layout of the `.npy` shape.
-    fn to_c_order(&self, x: &[f64]) -> Vec<f64> {
+    fn to_c_order(&self, x: &[T]) -> Vec<T> {
         if self.count == 1 {
             x.to_vec()
         } else {
@@ -678,8 +686,8 @@ impl RightHandSides {
 }
 
 /// The transpose of `values`, a C-order `rows x columns` array.
-fn transpose(values: &[f64], rows: usize, columns: usize) -> Vec<f64> {
-    let mut out = vec![0.0; values.len()];
+fn transpose<T: Scalar>(values: &[T], rows: usize, columns: usize) -> Vec<T> {
+    let mut out = vec![T::ZERO; values.len()];
     for (i, row) in values.chunks_exact(columns.max(1)).enumerate().take(rows) {
         for (j, &value) in row.iter().enumerate() {
             out[j * rows + i] = value;
@@ -688,35 +696,138 @@ fn transpose(values: &[f64], rows: usize, columns: usize) -> Vec<f64> {
     out
 }
 
-/// Reads a float64 C-order `.npy` array and its shape ([`tutti_plan::npy::read_f64`]).
-/// Errors (input, naming the file): an unreadable or malformed file, a header that claims
-/// more entries than 64 bits count, a dtype other than float64, Fortran order, a data section
-/// shorter than the shape needs.
-fn read_npy_f64(path: &Path) -> Result<(Vec<u64>, Vec<f64>), Failure> {
-    npy::read_f64(path).map_err(|error| Failure::input(error.to_string()))
+/// What `tutti sparse solve` reads, factors and writes in: `f64` for a real matrix (float64
+/// `.npy` files), [`c64`] for a complex one (complex128 `.npy` files).
+trait Field: Scalar + Display {
+    /// Reads the Matrix Market file at `path` in this field ([`matrix_market::read`] or
+    /// [`matrix_market::read_complex`]).
+    fn read_matrix(path: &Path) -> Result<CsrMatrix<Self>, SparseError>;
+
+    /// A real matrix in this field (itself for `f64`).
+    fn matrix_from_real(a: CsrMatrix) -> CsrMatrix<Self>;
+
+    /// Reads a C-order `.npy` array of this field and its shape: float64 for `f64`
+    /// ([`npy::read_f64`]); complex128, or float64 promoted, for `c64` ([`npy::read_c128`]).
+    fn read_npy(path: &Path) -> Result<(Vec<u64>, Vec<Self>), NpyError>;
+
+    /// Writes `values` as a C-order `.npy` of `shape` and this field's dtype, atomically.
+    fn write_npy(path: &Path, shape: &[u64], values: &[Self]) -> Result<(), NpyError>;
 }
 
-/// Writes `values` as a float64 C-order `.npy` of `shape` at `path`, atomically (a
-/// temporary beside it, renamed into place once complete). Errors are computation
-/// failures: the outputs are written after the work.
-fn write_npy_f64(path: &Path, shape: &[u64], values: &[f64]) -> Result<(), Failure> {
-    npy::write_f64(path, shape, values).map_err(|error| Failure::computation(error.to_string()))
+impl Field for f64 {
+    fn read_matrix(path: &Path) -> Result<CsrMatrix, SparseError> {
+        matrix_market::read(path)
+    }
+
+    fn matrix_from_real(a: CsrMatrix) -> CsrMatrix {
+        a
+    }
+
+    fn read_npy(path: &Path) -> Result<(Vec<u64>, Vec<f64>), NpyError> {
+        npy::read_f64(path)
+    }
+
+    fn write_npy(path: &Path, shape: &[u64], values: &[f64]) -> Result<(), NpyError> {
+        npy::write_f64(path, shape, values)
+    }
+}
+
+impl Field for c64 {
+    fn read_matrix(path: &Path) -> Result<CsrMatrix<c64>, SparseError> {
+        matrix_market::read_complex(path)
+    }
+
+    fn matrix_from_real(a: CsrMatrix) -> CsrMatrix<c64> {
+        a.to_complex()
+    }
+
+    fn read_npy(path: &Path) -> Result<(Vec<u64>, Vec<c64>), NpyError> {
+        let (shape, values) = npy::read_c128(path)?;
+        let values = values
+            .into_iter()
+            .map(|[re, im]| c64::new(re, im))
+            .collect();
+        Ok((shape, values))
+    }
+
+    fn write_npy(path: &Path, shape: &[u64], values: &[c64]) -> Result<(), NpyError> {
+        let parts: Vec<[f64; 2]> = values.iter().map(|z| [z.re, z.im]).collect();
+        npy::write_c128(path, shape, &parts)
+    }
+}
+
+/// Whether the Matrix Market file at `path` declares the field `complex` on its header line
+/// (`%%MatrixMarket matrix coordinate complex <symmetry>`, case-insensitive). Anything else,
+/// a file that cannot be opened or whose first line cannot be read included, is `false`:
+/// [`matrix_market::read`] then reports it as for any real file.
+fn declares_complex(path: &Path) -> bool {
+    let Ok(file) = File::open(path) else {
+        return false;
+    };
+    // A valid header line is a few dozen bytes.
+    let mut line = String::new();
+    if BufReader::new(file.take(1024))
+        .read_line(&mut line)
+        .is_err()
+    {
+        return false;
+    }
+    let words: Vec<String> = line
+        .split_whitespace()
+        .map(str::to_ascii_lowercase)
+        .collect();
+    matches!(
+        words.as_slice(),
+        [banner, _, _, field, ..] if banner == "%%matrixmarket" && field == "complex"
+    )
+}
+
+/// The memory plan of factoring `symbolic` in `T` on `ranks` ranks: [`tutti_sparse::plan`]'s
+/// (real) objects, each entry counted at `size_of::<T>()` bytes (16 for complex, as a complex
+/// [`SplitFactorization`] plans its own), within the same budget. A plan the real entries
+/// do not fit is refused with the real plan's numbers.
+fn plan_in<T: Scalar>(
+    symbolic: &Symbolic,
+    ranks: usize,
+    devices: &[tutti_backend::Device],
+    resources: &Resources,
+) -> Result<Plan, Failure> {
+    let real = tutti_sparse::plan(symbolic, ranks, devices, resources)?;
+    let entry_bytes = std::mem::size_of::<T>() as u64;
+    if entry_bytes == std::mem::size_of::<f64>() as u64 {
+        return Ok(real);
+    }
+    // Every object of the real plan counts f64 entries.
+    let objects: Vec<ObjectSpec> = real
+        .placements()
+        .iter()
+        .map(|placement| {
+            let object = &placement.object;
+            ObjectSpec::new(object.name(), entry_bytes, object.count(), object.scope())
+                .first_used_at(object.first_use())
+                .no_slower_than(object.slowest_tier())
+        })
+        .collect();
+    Planner::new(*real.budget())
+        .with_headroom(*real.headroom())
+        .plan(&objects)
+        .map_err(|error| SparseError::Plan(error).into())
 }
 
 /// `max_j ||A x_j - b_j||_inf / (||A||_inf ||x_j||_inf)` over the columns of `x` and `b`
 /// (column-major, `n` rows), from the matrix itself (not the solver's refinement).
-fn relative_residual(a: &CsrMatrix, x: &[f64], b: &[f64]) -> Result<f64, Failure> {
+fn relative_residual<T: Scalar>(a: &CsrMatrix<T>, x: &[T], b: &[T]) -> Result<f64, Failure> {
     let n = a.rows().max(1);
     let norm_a = a.norm_inf();
-    let mut ax = vec![0.0; a.rows()];
+    let mut ax = vec![T::ZERO; a.rows()];
     let mut worst = 0.0f64;
     for (x, b) in x.chunks_exact(n).zip(b.chunks_exact(n)) {
         a.matvec(x, &mut ax)?;
         let residual = ax
             .iter()
             .zip(b)
-            .fold(0.0f64, |m, (p, q)| m.max((p - q).abs()));
-        let scale = norm_a * x.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+            .fold(0.0f64, |m, (&p, &q)| m.max((p - q).magnitude()));
+        let scale = norm_a * x.iter().fold(0.0f64, |m, v| m.max(v.magnitude()));
         let relative = if residual == 0.0 {
             0.0
         } else {
@@ -729,8 +840,8 @@ fn relative_residual(a: &CsrMatrix, x: &[f64], b: &[f64]) -> Result<f64, Failure
 
 /// The factorization, on one device or split among several.
 /// A solve's outcome, with the times of its two phases.
-struct Solved {
-    x: Vec<f64>,
+struct Solved<T> {
+    x: Vec<T>,
     info: SolveInfo,
     perturbed: usize,
     factor_seconds: f64,
@@ -740,13 +851,13 @@ struct Solved {
 /// Factors `a` on the ranks of `group` and solves for `rhs`: on one device alone, split
 /// among this process's devices, or, over MPI, inside the group's run on every process
 /// (each gets the whole solution; the bits are those of one device in every case).
-fn factor_and_solve(
+fn factor_and_solve<T: Field>(
     group: &Group,
     symbolic: &Arc<Symbolic>,
-    a: &CsrMatrix,
-    rhs: &RightHandSides,
+    a: &CsrMatrix<T>,
+    rhs: &RightHandSides<T>,
     resources: &Resources,
-) -> Result<Solved, Failure> {
+) -> Result<Solved<T>, Failure> {
     let options = SolveOptions::default();
     let mut x = rhs.values.clone();
     if group.is_spanning() {
@@ -821,6 +932,24 @@ fn factor_and_solve(
 fn run_solve(args: &SolveArgs, processes: &Processes, json: bool) -> Result<(), Failure> {
     let started = Instant::now();
     let problem = Problem::resolve(&args.matrix)?;
+    // A complex file is solved in complex throughout; the models are real.
+    match &problem.source {
+        Source::File(path) if declares_complex(path) => {
+            solve_in::<c64>(args, processes, json, &problem, started)
+        }
+        _ => solve_in::<f64>(args, processes, json, &problem, started),
+    }
+}
+
+/// `tutti sparse solve` in `T`: the matrix read or built in `T`, the right-hand sides read in
+/// `T`'s dtype, the solution written in it.
+fn solve_in<T: Field>(
+    args: &SolveArgs,
+    processes: &Processes,
+    json: bool,
+    problem: &Problem,
+    started: Instant,
+) -> Result<(), Failure> {
     let inputs = merge(
         problem.to_json(),
         json!({
@@ -830,7 +959,7 @@ fn run_solve(args: &SolveArgs, processes: &Processes, json: bool) -> Result<(), 
             "resources": args.devices.to_json(),
         }),
     );
-    let analysed = analyse_problem(&problem)?;
+    let analysed = analyse_problem::<T>(problem)?;
     let (a, symbolic) = (&analysed.a, &analysed.symbolic);
     let n = a.rows();
     let requested = args.devices.resources();
@@ -838,7 +967,7 @@ fn run_solve(args: &SolveArgs, processes: &Processes, json: bool) -> Result<(), 
     let group = processes.group(&requested, GPU_USE)?;
     // The plan is checked against the devices and caps before any numeric work, on one
     // device as on several.
-    let plan = tutti_sparse::plan(symbolic, group.size(), group.devices(), &resources)?;
+    let plan = plan_in::<T>(symbolic, group.size(), group.devices(), &resources)?;
     if args.plan {
         processes.refuse_spanning("tutti sparse solve --plan")?;
         if json {
@@ -855,8 +984,8 @@ fn run_solve(args: &SolveArgs, processes: &Processes, json: bool) -> Result<(), 
         return Ok(());
     }
     let rhs = match &args.rhs {
-        Some(path) => RightHandSides::read(path, n)?,
-        None => RightHandSides::of_ones(a)?,
+        Some(path) => RightHandSides::<T>::read(path, n)?,
+        None => RightHandSides::<T>::of_ones(a)?,
     };
 
     log::info!(
@@ -873,10 +1002,10 @@ fn run_solve(args: &SolveArgs, processes: &Processes, json: bool) -> Result<(), 
         solve_seconds,
     } = factor_and_solve(&group, symbolic, a, &rhs, &resources)?;
     let residual = relative_residual(a, &x, &rhs.values)?;
-    let max_error = args
-        .rhs
-        .is_none()
-        .then(|| x.iter().fold(0.0f64, |m, v| m.max((v - 1.0).abs())));
+    let max_error = args.rhs.is_none().then(|| {
+        let one = T::from_real(1.0);
+        x.iter().fold(0.0f64, |m, &v| m.max((v - one).magnitude()))
+    });
 
     // Every process holds the whole solution; rank 0 writes and reports it.
     if !processes.prints() {
@@ -885,7 +1014,9 @@ fn run_solve(args: &SolveArgs, processes: &Processes, json: bool) -> Result<(), 
     let written = Instant::now();
     if let Some(out) = &args.out {
         log::info!("writing {}", out.display());
-        write_npy_f64(out, &rhs.shape, &rhs.to_c_order(&x))?;
+        // Written after the work: an error is a computation failure.
+        T::write_npy(out, &rhs.shape, &rhs.to_c_order(&x))
+            .map_err(|error| Failure::computation(error.to_string()))?;
     }
     let write_seconds = written.elapsed().as_secs_f64();
 

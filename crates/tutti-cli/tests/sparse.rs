@@ -1,6 +1,6 @@
 //! `tutti sparse solve|info` through the built binary: solutions checked against the
-//! matrix, the bits of one device on two, `--plan` and `info`'s figures, and the exit status
-//! and message of each kind of bad input.
+//! matrix, the bits of one device on two, `--plan` and `info`'s figures, complex matrices
+//! and right-hand sides, and the exit status and message of each kind of bad input.
 
 mod common;
 
@@ -11,7 +11,8 @@ use std::path::Path;
 use common::{lcg, scratch, text, tutti};
 use npyz::WriterBuilder;
 use serde_json::Value;
-use tutti_sparse::{matrix_market, CsrMatrix};
+use tutti_sparse::models::helmholtz;
+use tutti_sparse::{c64, matrix_market, CsrMatrix};
 
 /// `tutti --json args...` must succeed with one JSON object naming `command`; returns it.
 fn json(command: &str, args: &[&str]) -> Value {
@@ -492,6 +493,324 @@ fn bad_inputs_and_singular_matrices_exit_with_their_codes() {
         2,
         &["sparse", "info", "--matrix", text(&malformed)],
         "malformed.mtx:3",
+    );
+    std::fs::remove_dir_all(&dir).expect("clean up");
+}
+
+/// A complex128 `.npy` of `shape` (C order), written with npyz.
+fn write_complex_npy(path: &Path, shape: &[u64], values: &[c64]) {
+    let file = BufWriter::new(File::create(path).expect("create npy"));
+    let mut writer = npyz::WriteOptions::<c64>::new()
+        .default_dtype()
+        .shape(shape)
+        .writer(file)
+        .begin_nd()
+        .expect("npy header");
+    writer.extend(values.iter().copied()).expect("npy data");
+    writer.finish().expect("npy finish");
+}
+
+/// A complex128 `.npy`'s shape and values (npyz refuses any other dtype).
+fn read_complex_npy(path: &Path) -> (Vec<u64>, Vec<c64>) {
+    let npy = npyz::NpyFile::new(File::open(path).expect("open npy")).expect("npy header");
+    assert_eq!(npy.dtype().descr(), "'<c16'", "{}", path.display());
+    let shape = npy.shape().to_vec();
+    (shape, npy.into_vec::<c64>().expect("npy data"))
+}
+
+/// `|z|`.
+fn modulus(z: c64) -> f64 {
+    z.re.hypot(z.im)
+}
+
+/// The entries of a `coordinate complex general` Matrix Market file, parsed here (not by
+/// tutti-sparse): the size and `(row, col, value)`, 0-based.
+fn complex_entries(path: &Path) -> (usize, Vec<(usize, usize, c64)>) {
+    let text = std::fs::read_to_string(path).expect("read mtx");
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next().map(str::to_ascii_lowercase).as_deref(),
+        Some("%%matrixmarket matrix coordinate complex general")
+    );
+    let mut lines = lines.filter(|line| !line.starts_with('%') && !line.trim().is_empty());
+    let size: Vec<usize> = lines
+        .next()
+        .expect("size line")
+        .split_whitespace()
+        .map(|w| w.parse().expect("size"))
+        .collect();
+    let entries: Vec<(usize, usize, c64)> = lines
+        .map(|line| {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            assert_eq!(words.len(), 4, "{line}");
+            let index = |w: &str| w.parse::<usize>().expect("index") - 1;
+            let part = |w: &str| w.parse::<f64>().expect("value");
+            (
+                index(words[0]),
+                index(words[1]),
+                c64::new(part(words[2]), part(words[3])),
+            )
+        })
+        .collect();
+    assert_eq!(size[0], size[1], "square");
+    assert_eq!(entries.len(), size[2]);
+    (size[0], entries)
+}
+
+/// `||A x - b||_inf / (||A||_inf ||x||_inf)` for one column, A from the file's entries.
+fn complex_relative_residual(
+    (n, entries): &(usize, Vec<(usize, usize, c64)>),
+    x: &[c64],
+    b: &[c64],
+) -> f64 {
+    let mut ax = vec![c64::new(0.0, 0.0); *n];
+    let mut row_sums = vec![0.0f64; *n];
+    for &(i, j, a) in entries {
+        ax[i] += a * x[j];
+        row_sums[i] += modulus(a);
+    }
+    let residual = ax
+        .iter()
+        .zip(b)
+        .fold(0.0f64, |m, (&p, &q)| m.max(modulus(p - q)));
+    let norm_a = row_sums.iter().fold(0.0f64, |m, &v| m.max(v));
+    let norm_x = x.iter().fold(0.0f64, |m, &v| m.max(modulus(v)));
+    residual / (norm_a * norm_x)
+}
+
+/// A damped Helmholtz operator on a 16 x 16 grid, written as a complex `.mtx` in `dir`.
+fn complex_matrix(dir: &Path) -> (std::path::PathBuf, usize) {
+    let a = helmholtz(&[16, 16], c64::new(0.5, 0.05)).expect("helmholtz");
+    let mtx = dir.join("helmholtz.mtx");
+    matrix_market::write(&mtx, &a).expect("write mtx");
+    (mtx, a.rows())
+}
+
+#[test]
+fn a_complex_matrix_solves_in_complex_with_the_same_bits_on_one_and_two_devices() {
+    let dir = scratch("sparse-complex");
+    let (mtx, n) = complex_matrix(&dir);
+    let parsed = complex_entries(&mtx);
+    // b: (n, 2) in C order, complex entries of different scales and phases.
+    let (re, im) = (lcg(11, 2 * n), lcg(12, 2 * n));
+    let b: Vec<c64> = (0..2 * n)
+        .map(|k| c64::new(re[k], im[k] * if k % 2 == 1 { 1e3 } else { 1.0 }))
+        .collect();
+    let rhs = dir.join("b.npy");
+    write_complex_npy(&rhs, &[n as u64, 2], &b);
+    let mut files = Vec::new();
+    for devices in ["1", "2"] {
+        let out = dir.join(format!("x{devices}.npy"));
+        let report = json(
+            "sparse solve",
+            &[
+                "sparse",
+                "solve",
+                "--matrix",
+                text(&mtx),
+                "--rhs",
+                text(&rhs),
+                "--out",
+                text(&out),
+                "--kind",
+                "cpu",
+                "-d",
+                devices,
+                "--leaf-size",
+                "16",
+            ],
+        );
+        assert_eq!(report["unknowns"], n, "{report}");
+        assert_eq!(report["devices"], devices.parse::<u64>().expect("count"));
+        assert_eq!(report["right_hand_sides"], 2, "{report}");
+        assert_eq!(report["perturbed_pivots"], 0, "{report}");
+        assert!(number(&report, "relative_residual") <= 1e-13, "{report}");
+        let (shape, x) = read_complex_npy(&out);
+        assert_eq!(shape, [n as u64, 2]);
+        for j in 0..2 {
+            let xj: Vec<c64> = (0..n).map(|i| x[2 * i + j]).collect();
+            let bj: Vec<c64> = (0..n).map(|i| b[2 * i + j]).collect();
+            let residual = complex_relative_residual(&parsed, &xj, &bj);
+            assert!(
+                residual <= 1e-13,
+                "{devices} device(s), column {j}: {residual:e}"
+            );
+            // Not the trivial solution of a real problem: x has imaginary parts.
+            assert!(xj.iter().any(|z| z.im.abs() > 1e-3));
+        }
+        files.push(std::fs::read(&out).expect("read x"));
+    }
+    assert!(
+        files[0] == files[1],
+        "1 and 2 devices wrote different bytes"
+    );
+
+    // A float64 right-hand side is promoted: the bits of the complex one with zero
+    // imaginary parts, written as complex128 all the same.
+    let real_b: Vec<f64> = lcg(13, n);
+    let real_rhs = dir.join("b-real.npy");
+    write_npy(&real_rhs, &[n as u64], &real_b);
+    let promoted_rhs = dir.join("b-promoted.npy");
+    let promoted: Vec<c64> = real_b.iter().map(|&v| c64::new(v, 0.0)).collect();
+    write_complex_npy(&promoted_rhs, &[n as u64], &promoted);
+    let mut outputs = Vec::new();
+    for (name, rhs) in [("real", &real_rhs), ("promoted", &promoted_rhs)] {
+        let out = dir.join(format!("x-{name}.npy"));
+        json(
+            "sparse solve",
+            &[
+                "sparse",
+                "solve",
+                "--matrix",
+                text(&mtx),
+                "--rhs",
+                text(rhs),
+                "--out",
+                text(&out),
+                "--kind",
+                "cpu",
+                "-d",
+                "2",
+            ],
+        );
+        let (shape, x) = read_complex_npy(&out);
+        assert_eq!(shape, [n as u64]);
+        assert!(complex_relative_residual(&parsed, &x, &promoted) <= 1e-13);
+        outputs.push(std::fs::read(&out).expect("read x"));
+    }
+    assert!(outputs[0] == outputs[1], "a promoted float64 rhs differs");
+
+    // Without `--rhs`: b = A * ones, and the error against ones is reported.
+    let report = json(
+        "sparse solve",
+        &["sparse", "solve", "--matrix", text(&mtx), "--kind", "cpu"],
+    );
+    assert!(number(&report, "max_error") <= 1e-10, "{report}");
+    std::fs::remove_dir_all(&dir).expect("clean up");
+}
+
+#[test]
+fn a_complex_plan_counts_sixteen_bytes_per_entry() {
+    let dir = scratch("sparse-complex-plan");
+    let (mtx, _) = complex_matrix(&dir);
+    // The same pattern in real.
+    let real = dir.join("laplacian.mtx");
+    matrix_market::write(
+        &real,
+        &tutti_sparse::models::laplacian(&[16, 16]).expect("laplacian"),
+    )
+    .expect("write mtx");
+    let plan = |matrix: &Path| {
+        let report = json(
+            "sparse solve",
+            &[
+                "sparse",
+                "solve",
+                "--matrix",
+                text(matrix),
+                "--kind",
+                "cpu",
+                "-d",
+                "2",
+                "--plan",
+            ],
+        );
+        report["plan"].as_str().expect("plan text").to_string()
+    };
+    let (complex, real) = (plan(&mtx), plan(&real));
+    // Each object's row: its name, then the bytes of an entry and the count. The same
+    // entries, 16 bytes each in complex and 8 in real.
+    let row = |plan: &str, object: &str| -> Vec<String> {
+        let line = plan
+            .lines()
+            .find(|line| line.starts_with(object))
+            .unwrap_or_else(|| panic!("no {object:?} in {plan}"));
+        line[object.len()..]
+            .split_whitespace()
+            .take(3)
+            .map(str::to_string)
+            .collect()
+    };
+    for object in ["fronts and contribution blocks", "factors", "solve vectors"] {
+        let (c, r) = (row(&complex, object), row(&real, object));
+        assert_eq!(c[..2], ["16", "B"], "{complex}");
+        assert_eq!(r[..2], ["8", "B"], "{real}");
+        assert_eq!(c[2], r[2], "{object}: counts differ\n{complex}\n{real}");
+    }
+    std::fs::remove_dir_all(&dir).expect("clean up");
+}
+
+#[test]
+fn bad_complex_right_hand_sides_exit_with_status_two() {
+    let dir = scratch("sparse-complex-errors");
+    let (mtx, n) = complex_matrix(&dir);
+    let out = dir.join("x.npy");
+    let solve = |rhs: &Path, says: &str| {
+        fails(
+            2,
+            &[
+                "sparse",
+                "solve",
+                "--kind",
+                "cpu",
+                "--matrix",
+                text(&mtx),
+                "--rhs",
+                text(rhs),
+                "--out",
+                text(&out),
+            ],
+            says,
+        );
+        assert!(!out.exists(), "a failed solve writes nothing");
+    };
+    // A complex128 header whose data stops half-way through its last entry.
+    let truncated = dir.join("truncated.npy");
+    write_complex_npy(&truncated, &[n as u64], &vec![c64::new(1.0, -1.0); n]);
+    let bytes = std::fs::read(&truncated).expect("read");
+    std::fs::write(&truncated, &bytes[..bytes.len() - 8]).expect("truncate");
+    solve(&truncated, "truncated");
+    // Another dtype.
+    let single = dir.join("c8.npy");
+    let mut header = format!("{{'descr': '<c8', 'fortran_order': False, 'shape': ({n},), }}");
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend_from_slice(&u16::try_from(header.len()).expect("short").to_le_bytes());
+    bytes.extend_from_slice(header.as_bytes());
+    bytes.extend(std::iter::repeat_n(0u8, 8 * n));
+    std::fs::write(&single, &bytes).expect("write");
+    solve(
+        &single,
+        "expected dtype complex128 ('<c16') or float64 ('<f8'), got <c8",
+    );
+    // The wrong length, and a part that is not finite.
+    let short = dir.join("short.npy");
+    write_complex_npy(&short, &[n as u64 - 1], &vec![c64::new(1.0, 0.0); n - 1]);
+    solve(&short, &format!("expected shape ({n},) or ({n}, k)"));
+    let nan = dir.join("nan.npy");
+    let mut values = vec![c64::new(1.0, 0.0); n];
+    values[3] = c64::new(0.5, f64::NAN);
+    write_complex_npy(&nan, &[n as u64], &values);
+    solve(&nan, "entry (3)");
+    // A real matrix still takes float64 only.
+    let real = dir.join("real.mtx");
+    matrix_market::write(&real, &unsymmetric(n)).expect("write mtx");
+    fails(
+        2,
+        &[
+            "sparse",
+            "solve",
+            "--kind",
+            "cpu",
+            "--matrix",
+            text(&real),
+            "--rhs",
+            text(&short),
+        ],
+        "expected dtype float64 ('<f8'), got <c16",
     );
     std::fs::remove_dir_all(&dir).expect("clean up");
 }

@@ -1,5 +1,6 @@
 //! `.npy` files of float64 and complex128 (little endian): a header reader that trusts no
-//! size in the file, a float64 reader and writer, and the header bytes numpy writes.
+//! size in the file, float64 and complex128 readers and writers, and the header bytes numpy
+//! writes.
 //!
 //! - [`read_header`] checks everything a header claims before anything is allocated or
 //!   multiplied: the magic string, the format version (1.0, 2.0 or 3.0), a header that lies
@@ -7,14 +8,16 @@
 //!   `fortran_order` and `shape`, each once, brackets nested at most [`MAX_NESTING`] deep),
 //!   the dtype (a [`Dtype`]), a shape whose bytes fit in `u64` ([`NpyError::TooLarge`]
 //!   otherwise), and a file long enough for the data ("truncated: ..." otherwise).
-//! - [`read_f64`] reads a float64, C-order array with its shape.
-//! - [`write_f64`] writes one atomically ([`crate::files::AtomicFile`]);
-//!   [`write_f64_into`] writes into an already created [`AtomicFile`], for outputs committed
-//!   together; [`header_bytes`] gives the header alone, for writers of other element types.
+//! - [`read_f64`] reads a float64, C-order array with its shape; [`read_c128`] reads a
+//!   complex128 one as `[re, im]` pairs, and promotes a float64 file (imaginary parts `0.0`).
+//! - [`write_f64`] and [`write_c128`] write one atomically ([`crate::files::AtomicFile`]);
+//!   [`write_f64_into`] and [`write_c128_into`] write into an already created
+//!   [`AtomicFile`], for outputs committed together; [`header_bytes`] gives the header alone,
+//!   for writers of other element types.
 //!
 //! Written headers are byte for byte numpy's (`numpy.save`): version 1.0 (2.0 when the header
-//! outgrows 65535 bytes), `{'descr': '<f8', 'fortran_order': False, 'shape': (3,), }`, the
-//! spare spaces numpy leaves for growing the first axis, then spaces and a newline so that the
+//! outgrows 65535 bytes), `{'descr': '<f8', 'fortran_order': False, 'shape': (3,), }` (`'<c16'` for
+//! complex128), the spare spaces numpy leaves for growing the first axis, then spaces and a newline so that the
 //! data starts at a multiple of 64 bytes.
 //!
 //! Every error is an [`NpyError`] naming the file.
@@ -232,8 +235,51 @@ pub fn read_header(path: impl AsRef<Path>) -> Result<Header, NpyError> {
 /// Fortran order"); a file that shrinks while it is read; and an allocation for the entries
 /// that fails ([`NpyError::Io`], [`io::ErrorKind::OutOfMemory`]).
 pub fn read_f64(path: impl AsRef<Path>) -> Result<(Vec<u64>, Vec<f64>), NpyError> {
-    let path = path.as_ref();
-    let (header, mut file) = open_checked(path, &[Dtype::Float64])?;
+    read_entries(path.as_ref(), &[Dtype::Float64], |_, entry| {
+        f64::from_le_bytes(word(entry, 0))
+    })
+}
+
+/// Reads a complex128, C-order `.npy` array: its shape and its entries in C order, each as
+/// `[re, im]`. A float64 file is promoted: each entry `x` becomes `[x, 0.0]`, its bits kept
+/// (`-0.0` included).
+///
+/// Errors: those of [`read_header`]; a dtype other than complex128 and float64 ("expected
+/// dtype complex128 ('<c16') or float64 ('<f8'), got ..."); Fortran order with more than one
+/// dim above 1 ("expected C order, got Fortran order"); a file that shrinks while it is read;
+/// and an allocation for the entries that fails ([`NpyError::Io`],
+/// [`io::ErrorKind::OutOfMemory`]).
+pub fn read_c128(path: impl AsRef<Path>) -> Result<(Vec<u64>, Vec<[f64; 2]>), NpyError> {
+    read_entries(
+        path.as_ref(),
+        &[Dtype::Complex128, Dtype::Float64],
+        |dtype, entry| match dtype {
+            Dtype::Float64 => [f64::from_le_bytes(word(entry, 0)), 0.0],
+            Dtype::Complex128 => [
+                f64::from_le_bytes(word(entry, 0)),
+                f64::from_le_bytes(word(entry, 8)),
+            ],
+        },
+    )
+}
+
+/// The 8 bytes of `entry` from `at` (zeros past its end; every caller passes a whole entry).
+fn word(entry: &[u8], at: usize) -> [u8; 8] {
+    let mut word = [0u8; 8];
+    if let Some(source) = entry.get(at..at + 8) {
+        word.copy_from_slice(source);
+    }
+    word
+}
+
+/// Reads a C-order array whose dtype is one of `accepted`: its shape and its entries, each
+/// decoded by `decode` from its [`Dtype::item_size`] bytes.
+fn read_entries<T>(
+    path: &Path,
+    accepted: &[Dtype],
+    decode: impl Fn(Dtype, &[u8]) -> T,
+) -> Result<(Vec<u64>, Vec<T>), NpyError> {
+    let (header, mut file) = open_checked(path, accepted)?;
     if !header.is_c_order() {
         return Err(malformed(path, "expected C order, got Fortran order"));
     }
@@ -243,14 +289,15 @@ pub fn read_f64(path: impl AsRef<Path>) -> Result<(Vec<u64>, Vec<f64>), NpyError
     };
     let entries = header.entries().ok_or_else(too_large)?;
     let count = usize::try_from(entries).map_err(|_| too_large())?;
-    let mut values: Vec<f64> = Vec::new();
+    let mut values: Vec<T> = Vec::new();
     values.try_reserve_exact(count).map_err(|error| {
         io_error(
             path,
             io::Error::new(
                 io::ErrorKind::OutOfMemory,
                 format!(
-                    "cannot allocate {count} float64 entries for shape {:?}: {error}",
+                    "cannot allocate {count} {} entries for shape {:?}: {error}",
+                    header.dtype.name(),
                     header.shape
                 ),
             ),
@@ -258,10 +305,14 @@ pub fn read_f64(path: impl AsRef<Path>) -> Result<(Vec<u64>, Vec<f64>), NpyError
     })?;
     file.seek(SeekFrom::Start(header.data_offset))
         .map_err(|e| io_error(path, e))?;
+    let item = match header.dtype {
+        Dtype::Float64 => 8,
+        Dtype::Complex128 => 16,
+    };
     let mut chunk = vec![0u8; READ_CHUNK];
     while values.len() < count {
-        let words = (count - values.len()).min(READ_CHUNK / 8);
-        let bytes = &mut chunk[..words * 8];
+        let items = (count - values.len()).min(READ_CHUNK / item);
+        let bytes = &mut chunk[..items * item];
         file.read_exact(bytes).map_err(|e| {
             if e.kind() == io::ErrorKind::UnexpectedEof {
                 malformed(
@@ -275,8 +326,11 @@ pub fn read_f64(path: impl AsRef<Path>) -> Result<(Vec<u64>, Vec<f64>), NpyError
                 io_error(path, e)
             }
         })?;
-        let (words, _) = bytes.as_chunks::<8>();
-        values.extend(words.iter().map(|word| f64::from_le_bytes(*word)));
+        values.extend(
+            bytes
+                .chunks_exact(item)
+                .map(|entry| decode(header.dtype, entry)),
+        );
     }
     Ok((header.shape, values))
 }
@@ -718,19 +772,74 @@ pub fn write_f64_into(
     shape: &[u64],
     values: &[f64],
 ) -> Result<(), NpyError> {
+    write_words(
+        file,
+        Dtype::Float64,
+        shape,
+        values.len(),
+        values.iter().copied(),
+    )
+}
+
+/// Writes `values` (`[re, im]` each) as a complex128, C-order `.npy` of `shape` at `path`,
+/// atomically: the file appears complete or not at all ([`AtomicFile`]); a file already
+/// there is replaced. Every part keeps its bits (`-0.0` included).
+///
+/// Errors: [`NpyError::ShapeMismatch`] when the product of `shape` is not `values.len()`;
+/// [`NpyError::Io`] when the temporary cannot be created, written or renamed into place.
+pub fn write_c128(
+    path: impl AsRef<Path>,
+    shape: &[u64],
+    values: &[[f64; 2]],
+) -> Result<(), NpyError> {
+    let path = path.as_ref();
+    let mut file = AtomicFile::create(path).map_err(|e| io_error(path, e))?;
+    write_c128_into(&mut file, shape, values)?;
+    file.commit().map_err(|e| io_error(path, e))
+}
+
+/// Writes `values` (`[re, im]` each) as a complex128, C-order `.npy` of `shape` into `file`,
+/// which must be empty; the caller commits it (with others, say, so that several outputs
+/// appear together). Errors name `file`'s destination.
+///
+/// Errors: [`NpyError::ShapeMismatch`] when the product of `shape` is not `values.len()`
+/// (nothing is written then); [`NpyError::Io`] when writing fails.
+pub fn write_c128_into(
+    file: &mut AtomicFile,
+    shape: &[u64],
+    values: &[[f64; 2]],
+) -> Result<(), NpyError> {
+    write_words(
+        file,
+        Dtype::Complex128,
+        shape,
+        values.len(),
+        values.iter().flatten().copied(),
+    )
+}
+
+/// Writes the header of `dtype` and `shape`, then `words` (the `entries` values' `f64`
+/// parts, in order), into `file`; refuses a shape that does not hold `entries` values.
+fn write_words(
+    file: &mut AtomicFile,
+    dtype: Dtype,
+    shape: &[u64],
+    entries: usize,
+    words: impl Iterator<Item = f64>,
+) -> Result<(), NpyError> {
     let path = file.destination().to_path_buf();
-    if checked_product(shape) != u64::try_from(values.len()).ok() {
+    if checked_product(shape) != u64::try_from(entries).ok() {
         return Err(NpyError::ShapeMismatch {
             path,
             shape: shape.to_vec(),
-            values: values.len(),
+            values: entries,
         });
     }
-    let header = header_bytes(Dtype::Float64, shape).map_err(|e| io_error(&path, e))?;
+    let header = header_bytes(dtype, shape).map_err(|e| io_error(&path, e))?;
     let mut out = BufWriter::new(file);
     out.write_all(&header).map_err(|e| io_error(&path, e))?;
-    for value in values {
-        out.write_all(&value.to_le_bytes())
+    for word in words {
+        out.write_all(&word.to_le_bytes())
             .map_err(|e| io_error(&path, e))?;
     }
     out.flush().map_err(|e| io_error(&path, e))
@@ -1052,6 +1161,115 @@ mod tests {
         assert!(error.to_string().contains("none.npy"), "{error}");
     }
 
+    /// The bits of each part, so that `-0.0` and `0.0` differ.
+    fn bits(values: &[[f64; 2]]) -> Vec<[u64; 2]> {
+        values
+            .iter()
+            .map(|[re, im]| [re.to_bits(), im.to_bits()])
+            .collect()
+    }
+
+    #[test]
+    fn complex_arrays_read_back_bit_for_bit() {
+        let values = [
+            [1.0, -2.5],
+            [-0.0, 0.0],
+            [0.0, -0.0],
+            [std::f64::consts::PI, 1e-300],
+            [-7.25e12, std::f64::consts::E],
+            [f64::MIN_POSITIVE, -f64::MAX],
+        ];
+        for shape in [&[6u64][..], &[3, 2], &[2, 1, 3]] {
+            let (_dir, path) = scratch();
+            write_c128(&path, shape, &values).expect("write");
+            let header = read_header(&path).expect("header");
+            assert_eq!(header.shape, shape);
+            assert_eq!(header.dtype, Dtype::Complex128);
+            assert_eq!(header.data_offset, 128, "{shape:?}");
+            // The data: each entry's real part, then its imaginary part, little endian.
+            let bytes = std::fs::read(&path).expect("read");
+            let parts: Vec<f64> = values.iter().flatten().copied().collect();
+            assert_eq!(bytes[128..], f64_bytes(&parts)[..]);
+            let (read_shape, read) = read_c128(&path).expect("read");
+            assert_eq!(read_shape, shape);
+            assert_eq!(bits(&read), bits(&values));
+        }
+        // Empty and 0-d arrays.
+        let (_dir, path) = scratch();
+        write_c128(&path, &[0, 4], &[]).expect("write");
+        assert_eq!(read_c128(&path).expect("empty"), (vec![0, 4], vec![]));
+        write_c128(&path, &[], &[[3.0, -4.0]]).expect("write");
+        assert_eq!(read_c128(&path).expect("0-d"), (vec![], vec![[3.0, -4.0]]));
+    }
+
+    #[test]
+    fn float64_files_read_as_complex_are_promoted() {
+        let (_dir, path) = scratch();
+        write_f64(&path, &[2, 2], &[1.5, -0.0, 0.0, -3.0]).expect("write");
+        let (shape, values) = read_c128(&path).expect("promoted");
+        assert_eq!(shape, [2, 2]);
+        assert_eq!(
+            bits(&values),
+            bits(&[[1.5, 0.0], [-0.0, 0.0], [0.0, 0.0], [-3.0, 0.0]])
+        );
+        // The other way round is refused: a complex file is not read as float64.
+        write_c128(&path, &[1], &[[1.0, 2.0]]).expect("write");
+        let error = read_f64(&path).expect_err("complex as float64");
+        assert!(error.to_string().contains("got <c16"), "{error}");
+    }
+
+    #[test]
+    fn complex_reads_refuse_other_dtypes_orders_and_short_data() {
+        let check = |bytes: &[u8], says: &str| {
+            let (_dir, path) = scratch();
+            std::fs::write(&path, bytes).expect("write");
+            let error = read_c128(&path).expect_err("refused");
+            assert!(
+                matches!(error, NpyError::Malformed { .. }),
+                "{error:?} is not Malformed"
+            );
+            let message = error.to_string();
+            assert!(
+                message.contains(says) && message.contains("a.npy"),
+                "{message:?} lacks {says:?}"
+            );
+        };
+        for descr in ["<f4", "<c8", ">c16", "<i8"] {
+            check(
+                &v1_file(
+                    &format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': (2,), }}"),
+                    &[0u8; 64],
+                ),
+                &format!("expected dtype complex128 ('<c16') or float64 ('<f8'), got {descr}"),
+            );
+        }
+        check(
+            &v1_file(
+                "{'descr': '<c16', 'fortran_order': True, 'shape': (2, 2), }",
+                &[0u8; 64],
+            ),
+            "expected C order, got Fortran order",
+        );
+        // 3 entries claimed, 2.5 given: the last imaginary part is missing.
+        check(
+            &v1_file(
+                "{'descr': '<c16', 'fortran_order': False, 'shape': (3,), }",
+                &f64_bytes(&[1.0, 2.0, 3.0, 4.0, 5.0]),
+            ),
+            "truncated: 168 bytes, expected 176 for shape [3]",
+        );
+        check(b"\x93NUMPY\x01", "truncated");
+
+        let (dir, path) = scratch();
+        let error = write_c128(&path, &[2, 2], &[[1.0, 0.0]; 3]).expect_err("mismatch");
+        assert!(matches!(error, NpyError::ShapeMismatch { .. }), "{error:?}");
+        assert!(
+            error.to_string().contains("holds 4 entries, but 3"),
+            "{error}"
+        );
+        assert_eq!(std::fs::read_dir(dir.path()).expect("list").count(), 0);
+    }
+
     /// Header dict text built from the tokens a header is made of, in any order.
     fn token_soup() -> impl Strategy<Value = String> {
         let token = prop::sample::select(vec![
@@ -1102,6 +1320,7 @@ mod tests {
             std::fs::write(&path, &bytes).expect("write");
             let _ = read_header(&path);
             let _ = read_f64(&path);
+            let _ = read_c128(&path);
         }
 
         #[test]
@@ -1113,6 +1332,9 @@ mod tests {
                 prop_assert!(end.is_some_and(|end| end <= std::fs::metadata(&path).expect("meta").len()));
             }
             if let Ok((shape, values)) = read_f64(&path) {
+                prop_assert_eq!(checked_product(&shape), Some(values.len() as u64));
+            }
+            if let Ok((shape, values)) = read_c128(&path) {
                 prop_assert_eq!(checked_product(&shape), Some(values.len() as u64));
             }
         }
