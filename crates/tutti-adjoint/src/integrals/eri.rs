@@ -77,6 +77,10 @@ pub struct EriWorkspace {
     bra_offsets: Vec<usize>,
     ket_offsets: Vec<usize>,
     w: Vec<f64>,
+    /// W transposed, `[ncart_ket][n_herm_bra]`, summed over the ket primitives.
+    w_by_ket: Vec<f64>,
+    /// R gathered per ket Hermite index, `[n_herm_ket][n_herm_bra]`.
+    r_rows: Vec<f64>,
     cart: Vec<f64>,
     half: Vec<f64>,
     out: Vec<f64>,
@@ -339,23 +343,24 @@ impl EriEngine {
         let ncart_bra = sets[0].monomials.len() * sets[1].monomials.len();
         let ncart_ket = sets[2].monomials.len() * sets[3].monomials.len();
         let ws = workspace;
-        // R offsets of the bra Hermite indices, and of the ket pattern's Hermite indices.
+        // R offsets of the bra Hermite indices, and of every ket Hermite index.
         ws.bra_offsets.clear();
         ws.bra_offsets
             .extend(herm_bra.iter().map(|[t, u, v]| (t * dim + u) * dim + v));
         ws.ket_offsets.clear();
-        ws.ket_offsets.extend(ket_pair.pattern.iter().map(|&h| {
-            let [t, u, v] = herm_ket[h];
-            (t * dim + u) * dim + v
-        }));
+        ws.ket_offsets
+            .extend(herm_ket.iter().map(|[t, u, v]| (t * dim + u) * dim + v));
+        let n_bra = herm_bra.len();
         ws.cart.clear();
         ws.cart.resize(ncart_bra * ncart_ket, 0.0);
-        ws.w.resize(herm_bra.len() * ncart_ket, 0.0);
+        ws.w.resize(n_bra * ncart_ket, 0.0);
+        ws.w_by_ket.resize(ncart_ket * n_bra, 0.0);
+        ws.r_rows.resize(herm_ket.len() * n_bra, 0.0);
         let two_pi_52 = 2.0 * std::f64::consts::PI.powf(2.5);
         let ket_rows = &ket_pair.row_starts;
         for bra_prim in &bra_pair.primitives {
             let p = bra_prim.exponent;
-            ws.w.fill(0.0);
+            ws.w_by_ket.fill(0.0);
             for ket_prim in &ket_pair.primitives {
                 if bra_prim.schwarz * ket_prim.schwarz < PRIMITIVE_THRESHOLD {
                     continue;
@@ -369,20 +374,34 @@ impl EriEngine {
                     bra_prim.center[2] - ket_prim.center[2],
                 ];
                 coulomb(order, alpha, pq, &mut ws.r, &mut ws.r_scratch);
-                let r = &ws.r;
-                let ket_values = &ket_prim.signed_values;
-                for (h, bra_offset) in ws.bra_offsets.iter().enumerate() {
-                    let w_row = &mut ws.w[h * ncart_ket..(h + 1) * ncart_ket];
-                    for (c, slot) in w_row.iter_mut().enumerate() {
-                        let range = ket_rows[c]..ket_rows[c + 1];
-                        let mut sum = 0.0;
-                        for (offset, value) in
-                            ws.ket_offsets[range.clone()].iter().zip(&ket_values[range])
-                        {
-                            sum += r[bra_offset + offset] * value;
-                        }
-                        *slot += prefactor * sum;
+                // R_{h + h'} for every bra h, one contiguous row per ket h': the sums below
+                // then run over contiguous rows, independent across bra indices.
+                for (row, ket_offset) in ws.r_rows.chunks_exact_mut(n_bra).zip(&ws.ket_offsets) {
+                    let shifted = &ws.r[*ket_offset..];
+                    for (slot, bra_offset) in row.iter_mut().zip(&ws.bra_offsets) {
+                        *slot = shifted[*bra_offset];
                     }
+                }
+                // W^T[c][h] += prefactor sum_k E_k R_{h + h'_k} over ket row c's entries.
+                let ket_values = &ket_prim.signed_values;
+                for (c, w_row) in ws.w_by_ket.chunks_exact_mut(n_bra).enumerate() {
+                    let range = ket_rows[c]..ket_rows[c + 1];
+                    for (&h, value) in ket_pair.pattern[range.clone()]
+                        .iter()
+                        .zip(&ket_values[range])
+                    {
+                        let weight = prefactor * value;
+                        let r_row = &ws.r_rows[h * n_bra..(h + 1) * n_bra];
+                        for (slot, r) in w_row.iter_mut().zip(r_row) {
+                            *slot += weight * r;
+                        }
+                    }
+                }
+            }
+            // W[h][c], as the bra side reads it.
+            for (c, w_column) in ws.w_by_ket.chunks_exact(n_bra).enumerate() {
+                for (h, value) in w_column.iter().enumerate() {
+                    ws.w[h * ncart_ket + c] = *value;
                 }
             }
             let bra_rows = &bra_pair.row_starts;
