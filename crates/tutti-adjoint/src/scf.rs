@@ -335,16 +335,7 @@ pub fn initial_density(
     }
     let s = overlap(basis);
     let h = kinetic(basis) + nuclear_attraction(basis, molecule);
-    let x = orthogonalizer(s.as_ref(), options.linear_dependence)?;
-    if occupied > x.ncols() {
-        return Err(invalid(
-            "basis",
-            format!(
-                "{occupied} occupied orbitals but only {} independent functions",
-                x.ncols()
-            ),
-        ));
-    }
+    let x = orthogonalizer_for(s.as_ref(), options.linear_dependence, occupied)?;
     let (_, orbitals) = diagonalize(h.as_ref(), x.as_ref())?;
     Ok(density_of(orbitals.as_ref(), occupied))
 }
@@ -404,16 +395,7 @@ impl<'e> Setup<'e> {
         let h = kinetic(basis) + nuclear_attraction(basis, molecule);
         let builder =
             FockBuilder::new(engine, options.schwarz_threshold).with_density_screening(true);
-        let x = orthogonalizer(s.as_ref(), options.linear_dependence)?;
-        if occupied > x.ncols() {
-            return Err(invalid(
-                "basis",
-                format!(
-                    "{occupied} occupied orbitals but only {} independent functions",
-                    x.ncols()
-                ),
-            ));
-        }
+        let x = orthogonalizer_for(s.as_ref(), options.linear_dependence, occupied)?;
         let guess_start = Instant::now();
         let guess = match options.guess {
             InitialGuess::Core => None,
@@ -628,6 +610,22 @@ pub(crate) fn validate(options: &ScfOptions) -> Result<()> {
         return Err(invalid("full_rebuild_every", "0; expected at least 1"));
     }
     Ok(())
+}
+
+/// [`orthogonalizer`], refused when it leaves fewer independent functions than `occupied`
+/// orbitals.
+fn orthogonalizer_for(s: MatRef<'_, f64>, threshold: f64, occupied: usize) -> Result<Mat<f64>> {
+    let x = orthogonalizer(s, threshold)?;
+    if occupied > x.ncols() {
+        return Err(invalid(
+            "basis",
+            format!(
+                "{occupied} occupied orbitals but only {} independent functions",
+                x.ncols()
+            ),
+        ));
+    }
+    Ok(x)
 }
 
 /// X = U s^(-1/2) over the eigenvalues of S above `threshold` (nao x nmo).
