@@ -2,7 +2,7 @@
 //! `cargo run --release -p tutti-adjoint --example scf_convergence -- FILE.xyz BASIS DEVICES
 //! [SETTING ...]`, each SETTING a comma-separated list of `guess=core|atoms`, `rebuild=K`
 //! (`ScfOptions::full_rebuild_every`), `diis=N` (vectors), `start=S` (`diis_start`),
-//! `etol=E`, `dtol=D` (tolerances), `cart`; no SETTING runs the defaults. Energies are printed against the first setting's.
+//! `etol=E`, `dtol=D` (tolerances), `schwarz=T` (`ScfOptions::schwarz_threshold`), `cart`; no SETTING runs the defaults. Energies are printed against the first setting's.
 
 use std::error::Error;
 
@@ -39,6 +39,7 @@ fn main() -> Result<(), Box<dyn Error>> {
                 "cart" => kind = AngularKind::Cartesian,
                 "dtol" => options.density_tolerance = value.parse()?,
                 "etol" => options.energy_tolerance = value.parse()?,
+                "schwarz" => options.schwarz_threshold = value.parse()?,
                 _ => return Err(format!("unknown setting `{item}`").into()),
             }
         }
