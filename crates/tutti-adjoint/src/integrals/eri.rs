@@ -170,14 +170,21 @@ impl EriEngine {
             }
             largest
         };
-        for primitive in 0..pair.primitives.len() {
-            let mut single = pair.clone();
-            single.primitives = vec![single.primitives[primitive].clone()];
-            let block = self.pair_block(&single, &single, workspace);
-            pair.primitives[primitive].schwarz = diagonal_max(block).sqrt();
+        let bounds: Vec<f64> = (0..pair.primitives.len())
+            .map(|primitive| {
+                let mut single = pair.clone();
+                single.primitives = vec![single.primitives[primitive].clone()];
+                diagonal_max(self.pair_block(&single, &single, workspace)).sqrt()
+            })
+            .collect();
+        // The pair's own bound from every primitive quartet: its primitive bounds are still
+        // infinite here. Screening its (ab|ab) by them would be absolute (PRIMITIVE_THRESHOLD)
+        // where the bound must be relative: a pair whose primitive bounds are all below 1e-8
+        // would get Q_ab = 0, and every quartet with it would be dropped, however large.
+        pair.schwarz = diagonal_max(self.pair_block(&pair, &pair, workspace)).sqrt();
+        for (primitive, bound) in pair.primitives.iter_mut().zip(bounds) {
+            primitive.schwarz = bound;
         }
-        let block = self.pair_block(&pair, &pair, workspace);
-        pair.schwarz = diagonal_max(block).sqrt();
         pair
     }
 
