@@ -5,10 +5,11 @@
 //! refused; Matrix Market complex files round-trip and are refused as real.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::sync::Arc;
 
-use faer::sparse::{SparseColMat, Triplet};
-use faer::Mat;
+use common::faer_solve;
 use tutti_backend::{GpuUse, Resources};
 use tutti_group::Group;
 use tutti_sparse::models::{helmholtz, laplacian, time_harmonic_convection_diffusion};
@@ -47,23 +48,6 @@ fn relative_residual(a: &CsrMatrix<c64>, x: &[c64], b: &[c64]) -> f64 {
     a.matvec(x, &mut ax).unwrap();
     let r: Vec<c64> = ax.iter().zip(b).map(|(&p, &q)| p - q).collect();
     norm(&r) / (a.norm_inf() * norm(x))
-}
-
-/// x from faer's sparse LU (COLAMD, supernodal) in complex arithmetic.
-fn faer_solve(a: &CsrMatrix<c64>, b: &[c64]) -> Vec<c64> {
-    let mut triplets = Vec::with_capacity(a.nnz());
-    for i in 0..a.rows() {
-        let (cols, vals) = a.row(i);
-        for (&j, &v) in cols.iter().zip(vals) {
-            triplets.push(Triplet::new(i, j, v));
-        }
-    }
-    let m =
-        SparseColMat::<usize, c64>::try_new_from_triplets(a.rows(), a.cols(), &triplets).unwrap();
-    let lu = m.sp_lu().unwrap();
-    let rhs = Mat::from_fn(b.len(), 1, |i, _| b[i]);
-    let x = faer::linalg::solvers::Solve::solve(&lu, &rhs);
-    (0..b.len()).map(|i| x[(i, 0)]).collect()
 }
 
 /// `max |x - y| / max |y|`.

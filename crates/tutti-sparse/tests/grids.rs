@@ -5,10 +5,11 @@
 //! rank on 1-4 ranks.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::sync::Arc;
 
-use faer::sparse::{SparseColMat, Triplet};
-use faer::Mat;
+use common::faer_solve;
 use tutti_backend::{GpuUse, Resources};
 use tutti_group::Group;
 use tutti_sparse::models::{convection_diffusion, laplacian, reaction_diffusion};
@@ -35,23 +36,6 @@ fn relative_residual(a: &CsrMatrix, x: &[f64], b: &[f64]) -> f64 {
         .fold(0.0f64, |m, (p, q)| m.max((p - q).abs()));
     let x_norm = x.iter().fold(0.0f64, |m, v| m.max(v.abs()));
     r / (a.norm_inf() * x_norm)
-}
-
-/// x from faer's sparse LU (COLAMD, supernodal): an independent solver.
-fn faer_solve(a: &CsrMatrix, b: &[f64]) -> Vec<f64> {
-    let mut triplets = Vec::with_capacity(a.nnz());
-    for i in 0..a.rows() {
-        let (cols, vals) = a.row(i);
-        for (&j, &v) in cols.iter().zip(vals) {
-            triplets.push(Triplet::new(i, j, v));
-        }
-    }
-    let m =
-        SparseColMat::<usize, f64>::try_new_from_triplets(a.rows(), a.cols(), &triplets).unwrap();
-    let lu = m.sp_lu().unwrap();
-    let rhs = Mat::from_fn(b.len(), 1, |i, _| b[i]);
-    let x = faer::linalg::solvers::Solve::solve(&lu, &rhs);
-    (0..b.len()).map(|i| x[(i, 0)]).collect()
 }
 
 fn max_rel_diff(a: &[f64], b: &[f64]) -> f64 {

@@ -1,9 +1,11 @@
 //! Helpers shared by the sparse solver's integration tests.
 #![allow(dead_code, clippy::unwrap_used)]
 
+use faer::sparse::{SparseColMat, Triplet};
+use faer::Mat;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use tutti_sparse::{CsrMatrix, SeparatorTree};
+use tutti_sparse::{CsrMatrix, Scalar, SeparatorTree};
 
 /// Nested dissection of the path 0 - 1 - ... - n-1 down to leaves of at most `leaf`
 /// vertices: the middle vertex separates.
@@ -58,4 +60,20 @@ pub fn random_tridiagonal(n: usize, seed: u64) -> CsrMatrix {
 pub fn rhs(n: usize, seed: u64) -> Vec<f64> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     (0..n).map(|_| rng.random_range(-1.0..1.0)).collect()
+}
+
+/// x from faer's sparse LU (COLAMD, supernodal), real or complex: an independent solver.
+pub fn faer_solve<T: Scalar>(a: &CsrMatrix<T>, b: &[T]) -> Vec<T> {
+    let mut triplets = Vec::with_capacity(a.nnz());
+    for i in 0..a.rows() {
+        let (cols, vals) = a.row(i);
+        for (&j, &v) in cols.iter().zip(vals) {
+            triplets.push(Triplet::new(i, j, v));
+        }
+    }
+    let m = SparseColMat::<usize, T>::try_new_from_triplets(a.rows(), a.cols(), &triplets).unwrap();
+    let lu = m.sp_lu().unwrap();
+    let rhs = Mat::from_fn(b.len(), 1, |i, _| b[i]);
+    let x = faer::linalg::solvers::Solve::solve(&lu, &rhs);
+    (0..b.len()).map(|i| x[(i, 0)]).collect()
 }
