@@ -47,7 +47,7 @@ enum SparseCommand {
     /// refinement; B is A * ones unless `--rhs` gives it.
     Solve(SolveArgs),
     /// Order and analyse A without factoring it: fill, flops, and the memory per device on
-    /// 1, 2 and 4 devices.
+    /// 1, 2 and 4 devices (16 bytes per entry for a complex file).
     Info(InfoArgs),
 }
 
@@ -94,8 +94,8 @@ enum OrderingArg {
 #[command(group(ArgGroup::new("source").required(true).args(["matrix", "model"])))]
 struct MatrixArgs {
     /// The matrix, a Matrix Market file (coordinate; real, integer, pattern or complex;
-    /// general, symmetric, skew-symmetric or, complex, hermitian). `sparse solve` solves a
-    /// complex file in complex128.
+    /// general, symmetric, skew-symmetric or, complex, hermitian). A complex file is solved
+    /// in complex128, and planned at 16 bytes per entry.
     #[arg(long, value_name = "A.mtx")]
     matrix: Option<PathBuf>,
     /// A built-in model matrix instead of a file, on the grid of `--dims`.
@@ -344,6 +344,12 @@ impl Problem {
         })
     }
 
+    /// Whether the matrix is complex: a file whose header declares the field `complex`
+    /// ([`declares_complex`]). The built-in models are real.
+    fn is_complex(&self) -> bool {
+        matches!(&self.source, Source::File(path) if declares_complex(path))
+    }
+
     /// The matrix in `T`: read from its file or built (a model is real, promoted for a
     /// complex `T`).
     fn matrix<T: Field>(&self) -> Result<CsrMatrix<T>, Failure> {
@@ -534,7 +540,18 @@ fn merge(mut fields: Value, extra: Value) -> Value {
 fn run_info(args: &InfoArgs, json: bool) -> Result<(), Failure> {
     let started = Instant::now();
     let problem = Problem::resolve(&args.matrix)?;
-    let analysed = analyse_problem::<f64>(&problem)?;
+    // The analysis is the pattern's alone; the field sets the bytes of an entry planned.
+    if problem.is_complex() {
+        info_in::<c64>(&problem, json, started)
+    } else {
+        info_in::<f64>(&problem, json, started)
+    }
+}
+
+/// `tutti sparse info` in `T`: the matrix read or built in `T` and its memory planned at
+/// `size_of::<T>()` bytes per entry ([`plan_in`]).
+fn info_in<T: Field>(problem: &Problem, json: bool, started: Instant) -> Result<(), Failure> {
+    let analysed = analyse_problem::<T>(problem)?;
     let symbolic = &analysed.symbolic;
     // The per-device memory on P simulated devices: the plan's device tier, or its refusal
     // where P devices of this node could not hold it.
@@ -542,13 +559,11 @@ fn run_info(args: &InfoArgs, json: bool) -> Result<(), Failure> {
     for count in INFO_DEVICE_COUNTS {
         let resources = Resources::cpu(count);
         let devices = resources.select_for(GPU_USE)?;
-        per_device.push(
-            match tutti_sparse::plan(symbolic, count, &devices, &resources) {
-                Ok(plan) => (count, Ok(plan.used(Tier::Device))),
-                Err(SparseError::Plan(refusal)) => (count, Err(refusal.to_string())),
-                Err(other) => return Err(other.into()),
-            },
-        );
+        per_device.push(match plan_in::<T>(symbolic, count, &devices, &resources) {
+            Ok(plan) => (count, Ok(plan.used(Tier::Device))),
+            Err(SparseError::Plan(refusal)) => (count, Err(refusal.to_string())),
+            Err(other) => return Err(other.into()),
+        });
     }
     let s = symbolic.statistics();
     if json {
@@ -563,6 +578,7 @@ fn run_info(args: &InfoArgs, json: bool) -> Result<(), Failure> {
             .collect();
         let fields = json!({
             "inputs": problem.to_json(),
+            "dtype": T::DTYPE,
             "ordering": problem.ordering.name(),
             "memory_per_device": memory,
             "timings": {
@@ -579,10 +595,11 @@ fn run_info(args: &InfoArgs, json: bool) -> Result<(), Failure> {
         return Ok(());
     }
     println!(
-        "sparse info: {} ({} unknowns, {} entries)",
+        "sparse info: {} ({} unknowns, {} entries, {})",
         problem.describe(),
         s.unknowns,
-        s.matrix_nnz
+        s.matrix_nnz,
+        T::DTYPE
     );
     println!(
         "ordering: {} ({:.3} s), symbolic analysis {:.3} s",
@@ -603,7 +620,10 @@ fn run_info(args: &InfoArgs, json: bool) -> Result<(), Failure> {
         "flops:    factor {:.3e}, solve {:.3e} per right-hand side",
         s.factor_flops, s.solve_flops
     );
-    println!("memory per device:");
+    println!(
+        "memory per device ({} B per entry):",
+        std::mem::size_of::<T>()
+    );
     for (count, bytes) in &per_device {
         match bytes {
             Ok(bytes) => println!("  {count} device(s): {}", format_bytes(*bytes)),
@@ -696,9 +716,14 @@ fn transpose<T: Scalar>(values: &[T], rows: usize, columns: usize) -> Vec<T> {
     out
 }
 
-/// What `tutti sparse solve` reads, factors and writes in: `f64` for a real matrix (float64
-/// `.npy` files), [`c64`] for a complex one (complex128 `.npy` files).
+/// What `tutti sparse solve` reads, factors and writes in, and what `tutti sparse info`
+/// reads and plans in: `f64` for a real matrix (float64 `.npy` files, 8 bytes per entry),
+/// [`c64`] for a complex one (complex128 `.npy` files, 16 bytes per entry).
 trait Field: Scalar + Display {
+    /// The numpy name of the field's `.npy` files, reported as the matrix's `dtype`:
+    /// `float64` or `complex128`.
+    const DTYPE: &'static str;
+
     /// Reads the Matrix Market file at `path` in this field ([`matrix_market::read`] or
     /// [`matrix_market::read_complex`]).
     fn read_matrix(path: &Path) -> Result<CsrMatrix<Self>, SparseError>;
@@ -715,6 +740,8 @@ trait Field: Scalar + Display {
 }
 
 impl Field for f64 {
+    const DTYPE: &'static str = "float64";
+
     fn read_matrix(path: &Path) -> Result<CsrMatrix, SparseError> {
         matrix_market::read(path)
     }
@@ -733,6 +760,8 @@ impl Field for f64 {
 }
 
 impl Field for c64 {
+    const DTYPE: &'static str = "complex128";
+
     fn read_matrix(path: &Path) -> Result<CsrMatrix<c64>, SparseError> {
         matrix_market::read_complex(path)
     }
@@ -786,12 +815,15 @@ fn declares_complex(path: &Path) -> bool {
 /// (real) objects, each entry counted at `size_of::<T>()` bytes (16 for complex, as a complex
 /// [`SplitFactorization`] plans its own), within the same budget. A plan the real entries
 /// do not fit is refused with the real plan's numbers.
+///
+/// Errors: those of [`tutti_sparse::plan`], and [`SparseError::Plan`] when the entries of
+/// `T` do not fit.
 fn plan_in<T: Scalar>(
     symbolic: &Symbolic,
     ranks: usize,
     devices: &[tutti_backend::Device],
     resources: &Resources,
-) -> Result<Plan, Failure> {
+) -> Result<Plan, SparseError> {
     let real = tutti_sparse::plan(symbolic, ranks, devices, resources)?;
     let entry_bytes = std::mem::size_of::<T>() as u64;
     if entry_bytes == std::mem::size_of::<f64>() as u64 {
@@ -811,7 +843,7 @@ fn plan_in<T: Scalar>(
     Planner::new(*real.budget())
         .with_headroom(*real.headroom())
         .plan(&objects)
-        .map_err(|error| SparseError::Plan(error).into())
+        .map_err(SparseError::Plan)
 }
 
 /// `max_j ||A x_j - b_j||_inf / (||A||_inf ||x_j||_inf)` over the columns of `x` and `b`
@@ -933,11 +965,10 @@ fn run_solve(args: &SolveArgs, processes: &Processes, json: bool) -> Result<(), 
     let started = Instant::now();
     let problem = Problem::resolve(&args.matrix)?;
     // A complex file is solved in complex throughout; the models are real.
-    match &problem.source {
-        Source::File(path) if declares_complex(path) => {
-            solve_in::<c64>(args, processes, json, &problem, started)
-        }
-        _ => solve_in::<f64>(args, processes, json, &problem, started),
+    if problem.is_complex() {
+        solve_in::<c64>(args, processes, json, &problem, started)
+    } else {
+        solve_in::<f64>(args, processes, json, &problem, started)
     }
 }
 
@@ -973,6 +1004,7 @@ fn solve_in<T: Field>(
         if json {
             let fields = json!({
                 "inputs": inputs,
+                "dtype": T::DTYPE,
                 "unknowns": n,
                 "devices": group.size(),
                 "plan": plan.to_string(),
@@ -1024,6 +1056,7 @@ fn solve_in<T: Field>(
     if json {
         let fields = json!({
             "inputs": inputs,
+            "dtype": T::DTYPE,
             "ordering": problem.ordering.name(),
             "right_hand_sides": rhs.count,
             "processes": processes.size(),
@@ -1053,10 +1086,11 @@ fn solve_in<T: Field>(
         return Ok(());
     }
     println!(
-        "sparse: {} ({} unknowns, {} entries), {} right-hand side(s), {} device(s)",
+        "sparse: {} ({} unknowns, {} entries, {}), {} right-hand side(s), {} device(s)",
         problem.describe(),
         s.unknowns,
         s.matrix_nnz,
+        T::DTYPE,
         rhs.count,
         group.size()
     );

@@ -228,6 +228,59 @@ fn sparse_over_processes_writes_bitwise_the_solution_of_threads() {
 }
 
 #[test]
+fn complex_sparse_over_processes_writes_bitwise_the_solution_of_threads() {
+    if !have_mpirun() {
+        return;
+    }
+    let dir = scratch("mpirun-sparse-complex");
+    // A 3-D time-harmonic convection-diffusion matrix (complex, unsymmetric), as a file:
+    // solved in complex128.
+    let a = tutti_sparse::models::time_harmonic_convection_diffusion(&[10, 9, 8], 10.0, 0.5)
+        .expect("the model");
+    let mtx = dir.join("a.mtx");
+    tutti_sparse::matrix_market::write(&mtx, &a).expect("write mtx");
+    let command = ["sparse", "solve", "--matrix", text(&mtx), "--kind", "cpu"];
+    for processes in [2usize, 3] {
+        let count = processes.to_string();
+        let threads = dir.join(format!("threads{processes}.npy"));
+        let on_threads = alone(&[&command[..], &["-d", &count, "--out", text(&threads)]].concat());
+        assert!(on_threads.status.success(), "{on_threads:?}");
+        let over = dir.join(format!("processes{processes}.npy"));
+        let over_mpi = mpirun(
+            processes,
+            &[&command[..], &["-d", "1", "--out", text(&over)]].concat(),
+        );
+        assert!(
+            over_mpi.status.success(),
+            "mpirun -n {processes} tutti sparse solve: {}",
+            String::from_utf8_lossy(&over_mpi.stderr)
+        );
+        let stdout = String::from_utf8_lossy(&over_mpi.stdout);
+        assert_eq!(
+            stdout.matches("sparse: ").count(),
+            1,
+            "rank 0 alone prints:\n{stdout}"
+        );
+        assert!(stdout.contains("complex128"), "{stdout}");
+        assert!(
+            stdout.contains(&format!("{processes} device(s)")),
+            "{stdout}"
+        );
+        let read = |path: &std::path::Path| std::fs::read(path).expect("the solution file");
+        let solution = read(&over);
+        assert!(
+            String::from_utf8_lossy(&solution[..solution.len().min(128)]).contains("'<c16'"),
+            "the solution is complex128"
+        );
+        assert!(
+            solution == read(&threads),
+            "{processes} processes against threads"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn sweep_over_processes_agrees_with_threads() {
     if !have_mpirun() {
         return;

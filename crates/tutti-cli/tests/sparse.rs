@@ -119,6 +119,7 @@ fn a_laplacian_solves_to_ones_with_the_same_bits_on_one_and_two_devices() {
             ],
         );
         assert_eq!(report["unknowns"], 1600, "{report}");
+        assert_eq!(report["dtype"], "float64", "{report}");
         assert_eq!(report["nnz"], 5 * 40 * 40 - 4 * 40, "{report}");
         assert_eq!(report["ordering"], "nd", "{report}");
         assert_eq!(report["devices"].to_string(), devices, "{report}");
@@ -621,6 +622,7 @@ fn a_complex_matrix_solves_in_complex_with_the_same_bits_on_one_and_two_devices(
             ],
         );
         assert_eq!(report["unknowns"], n, "{report}");
+        assert_eq!(report["dtype"], "complex128", "{report}");
         assert_eq!(report["devices"], devices.parse::<u64>().expect("count"));
         assert_eq!(report["right_hand_sides"], 2, "{report}");
         assert_eq!(report["perturbed_pivots"], 0, "{report}");
@@ -689,6 +691,23 @@ fn a_complex_matrix_solves_in_complex_with_the_same_bits_on_one_and_two_devices(
     std::fs::remove_dir_all(&dir).expect("clean up");
 }
 
+/// The objects of the sparse solver's memory plan, all per device on the device tier.
+const PLANNED_OBJECTS: [&str; 3] = ["fronts and contribution blocks", "factors", "solve vectors"];
+
+/// The row of `object` in a printed plan: the bytes of an entry (number and unit, `16 B`)
+/// and the count of entries.
+fn plan_row(plan: &str, object: &str) -> Vec<String> {
+    let line = plan
+        .lines()
+        .find(|line| line.starts_with(object))
+        .unwrap_or_else(|| panic!("no {object:?} in {plan}"));
+    line[object.len()..]
+        .split_whitespace()
+        .take(3)
+        .map(str::to_string)
+        .collect()
+}
+
 #[test]
 fn a_complex_plan_counts_sixteen_bytes_per_entry() {
     let dir = scratch("sparse-complex-plan");
@@ -718,21 +737,9 @@ fn a_complex_plan_counts_sixteen_bytes_per_entry() {
         report["plan"].as_str().expect("plan text").to_string()
     };
     let (complex, real) = (plan(&mtx), plan(&real));
-    // Each object's row: its name, then the bytes of an entry and the count. The same
-    // entries, 16 bytes each in complex and 8 in real.
-    let row = |plan: &str, object: &str| -> Vec<String> {
-        let line = plan
-            .lines()
-            .find(|line| line.starts_with(object))
-            .unwrap_or_else(|| panic!("no {object:?} in {plan}"));
-        line[object.len()..]
-            .split_whitespace()
-            .take(3)
-            .map(str::to_string)
-            .collect()
-    };
-    for object in ["fronts and contribution blocks", "factors", "solve vectors"] {
-        let (c, r) = (row(&complex, object), row(&real, object));
+    // The same entries, 16 bytes each in complex and 8 in real.
+    for object in PLANNED_OBJECTS {
+        let (c, r) = (plan_row(&complex, object), plan_row(&real, object));
         assert_eq!(c[..2], ["16", "B"], "{complex}");
         assert_eq!(r[..2], ["8", "B"], "{real}");
         assert_eq!(c[2], r[2], "{object}: counts differ\n{complex}\n{real}");
@@ -812,5 +819,181 @@ fn bad_complex_right_hand_sides_exit_with_status_two() {
         ],
         "expected dtype float64 ('<f8'), got <c16",
     );
+    std::fs::remove_dir_all(&dir).expect("clean up");
+}
+
+/// Writes a coordinate Matrix Market file of `field` (`real` or `complex`) and `symmetry`
+/// holding the entries of the 5-point pattern on a 16 x 16 grid that `symmetry` stores (all
+/// for `general`, the lower triangle for `symmetric` and `hermitian`, the strict lower
+/// triangle for `skew-symmetric`). Values: 4 on the diagonal, -1 off it, plus, in complex, an
+/// imaginary part that varies with the position (none on a hermitian diagonal).
+fn write_grid_mtx(path: &Path, field: &str, symmetry: &str) {
+    let grid = tutti_sparse::models::laplacian(&[16, 16]).expect("laplacian");
+    let mut lines = Vec::new();
+    for i in 0..grid.rows() {
+        for &j in grid.row(i).0 {
+            let stored = match symmetry {
+                "general" => true,
+                "symmetric" | "hermitian" => i >= j,
+                "skew-symmetric" => i > j,
+                other => panic!("symmetry {other}"),
+            };
+            if !stored {
+                continue;
+            }
+            let re = if i == j { 4.0 } else { -1.0 };
+            let line = if field == "real" {
+                format!("{} {} {re:e}", i + 1, j + 1)
+            } else {
+                let im = if i == j && symmetry == "hermitian" {
+                    0.0
+                } else {
+                    0.1 + 0.01 * (i + 2 * j) as f64
+                };
+                format!("{} {} {re:e} {im:e}", i + 1, j + 1)
+            };
+            lines.push(line);
+        }
+    }
+    let n = grid.rows();
+    let text = format!(
+        "%%MatrixMarket matrix coordinate {field} {symmetry}\n{n} {n} {}\n{}\n",
+        lines.len(),
+        lines.join("\n")
+    );
+    std::fs::write(path, text).expect("write mtx");
+}
+
+/// `info`'s `device_bytes` for 1, 2 and 4 devices, each planned without refusal.
+fn device_bytes(info: &Value) -> Vec<u64> {
+    let memory = info["memory_per_device"].as_array().expect("an array");
+    let counts: Vec<u64> = memory
+        .iter()
+        .filter_map(|m| m["devices"].as_u64())
+        .collect();
+    assert_eq!(counts, [1, 2, 4], "{info}");
+    memory
+        .iter()
+        .map(|m| {
+            assert!(m["refused"].is_null(), "{info}");
+            m["device_bytes"].as_u64().expect("planned")
+        })
+        .collect()
+}
+
+#[test]
+fn info_on_a_complex_file_predicts_the_real_fill_and_plans_sixteen_bytes_per_entry() {
+    let dir = scratch("sparse-complex-info");
+    let info = |path: &Path| {
+        json(
+            "sparse info",
+            &[
+                "sparse",
+                "info",
+                "--matrix",
+                text(path),
+                "--leaf-size",
+                "16",
+            ],
+        )
+    };
+    // The analysis depends on the pattern alone; the plan's objects (PLANNED_OBJECTS) are
+    // entries per device, all on the device tier, so the device bytes scale with an
+    // entry's size.
+    let (real_entry, complex_entry) = (
+        std::mem::size_of::<f64>() as u64,
+        std::mem::size_of::<c64>() as u64,
+    );
+    // Each complex symmetry against a real file of the same pattern (hermitian: symmetric).
+    for (symmetry, real_symmetry) in [
+        ("general", "general"),
+        ("symmetric", "symmetric"),
+        ("hermitian", "symmetric"),
+        ("skew-symmetric", "skew-symmetric"),
+    ] {
+        let complex_mtx = dir.join(format!("complex-{symmetry}.mtx"));
+        let real_mtx = dir.join(format!("real-{symmetry}.mtx"));
+        write_grid_mtx(&complex_mtx, "complex", symmetry);
+        write_grid_mtx(&real_mtx, "real", real_symmetry);
+        let (complex, real) = (info(&complex_mtx), info(&real_mtx));
+        assert_eq!(complex["dtype"], "complex128", "{symmetry}: {complex}");
+        assert_eq!(real["dtype"], "float64", "{symmetry}: {real}");
+        assert_eq!(complex["unknowns"], 256, "{symmetry}: {complex}");
+        for field in [
+            "unknowns",
+            "nnz",
+            "ordering",
+            "fronts",
+            "largest_front",
+            "largest_contribution",
+            "factor_nnz",
+            "factor_flops",
+            "solve_flops",
+        ] {
+            assert!(
+                !complex[field].is_null(),
+                "{symmetry}: {field} in {complex}"
+            );
+            assert_eq!(complex[field], real[field], "{symmetry}: {field}");
+        }
+        let (complex_bytes, real_bytes) = (device_bytes(&complex), device_bytes(&real));
+        for (c, r) in complex_bytes.iter().zip(&real_bytes) {
+            assert_eq!(
+                r % real_entry,
+                0,
+                "{symmetry}: {r} B of {real_entry} B entries"
+            );
+            assert_eq!(
+                c * real_entry,
+                r * complex_entry,
+                "{symmetry}: complex {complex_bytes:?} against real {real_bytes:?}"
+            );
+        }
+    }
+
+    // The figures are the plan `sparse solve --plan` prints: its entries at 16 bytes.
+    let complex_mtx = dir.join("complex-general.mtx");
+    let complex_bytes = device_bytes(&info(&complex_mtx));
+    for (devices, bytes) in ["1", "2", "4"].into_iter().zip(complex_bytes) {
+        let report = json(
+            "sparse solve",
+            &[
+                "sparse",
+                "solve",
+                "--matrix",
+                text(&complex_mtx),
+                "--leaf-size",
+                "16",
+                "--kind",
+                "cpu",
+                "-d",
+                devices,
+                "--plan",
+            ],
+        );
+        assert_eq!(report["dtype"], "complex128", "{report}");
+        let plan = report["plan"].as_str().expect("plan text");
+        let planned: u64 = PLANNED_OBJECTS
+            .iter()
+            .map(|object| {
+                let row = plan_row(plan, object);
+                assert_eq!(row[..2], ["16", "B"], "{plan}");
+                complex_entry * row[2].parse::<u64>().expect("a count")
+            })
+            .sum();
+        assert_eq!(bytes, planned, "{devices} device(s):\n{plan}");
+    }
+
+    // The text says so too.
+    let printed = tutti(&["sparse", "info", "--matrix", text(&complex_mtx)]);
+    let stdout = String::from_utf8_lossy(&printed.stdout);
+    assert!(printed.status.success(), "{stdout}");
+    for says in [
+        "256 unknowns",
+        "complex128",
+        "memory per device (16 B per entry)",
+    ] {
+        assert!(stdout.contains(says), "{says:?} not in {stdout}");
+    }
     std::fs::remove_dir_all(&dir).expect("clean up");
 }
