@@ -302,7 +302,8 @@ module tutti
     ! layout = TUTTI_SPARSE_CSC (or CSR) for 1-based arrays. grid_dims(1:3) are the points
     ! along x, y, z of the grid the unknowns live on (x fastest; all 0, the default: nested
     ! dissection of the matrix's graph), grid_periodic(1:3) 1 for an axis that wraps around.
-    ! `resources%world` must stay c_null_ptr.
+    ! `resources%world` must stay c_null_ptr. dtype: TUTTI_DTYPE_FLOAT64 (default) or
+    ! TUTTI_DTYPE_COMPLEX128 (then factor and solve with the _c128 procedures).
     type, bind(c), public :: tutti_sparse_options_t
         type(tutti_resources_t) :: resources
         integer(c_int) :: layout
@@ -315,6 +316,7 @@ module tutti
         real(c_double) :: pivot_perturbation
         integer(c_int) :: max_refinements
         real(c_double) :: refinement_target
+        integer(c_int) :: dtype
     end type tutti_sparse_options_t
 
     ! TuttiSparseSolveInfo: what one sparse solve reached (refinement steps, and the largest
@@ -475,7 +477,8 @@ module tutti
     public :: tutti_direct_sum
     public :: tutti_free_c, tutti_resources_default, tutti_status_name
     public :: tutti_sparse_options_default, tutti_sparse_analyse, tutti_sparse_factor
-    public :: tutti_sparse_solve, tutti_sparse_info, tutti_sparse_free
+    public :: tutti_sparse_factor_c128, tutti_sparse_solve, tutti_sparse_solve_c128
+    public :: tutti_sparse_info, tutti_sparse_free
     public :: tutti_src_options_default, tutti_src
     public :: tutti_train_from_arrays, tutti_train_from_dir, tutti_train_info
     public :: tutti_train_shapes, tutti_train_site, tutti_train_write_dir, tutti_train_free
@@ -705,6 +708,17 @@ module tutti
             integer(c_int) :: status
         end function tutti_sparse_factor
 
+        ! `values`: nnz complex values (C's 2 * nnz doubles, real part first), for a handle
+        ! analysed with options%dtype = TUTTI_DTYPE_COMPLEX128.
+        function tutti_sparse_factor_c128(handle, values, nnz) &
+                bind(c, name="tutti_sparse_factor_c128") result(status)
+            import :: c_int, c_int64_t, c_double_complex, c_ptr
+            type(c_ptr), value :: handle
+            complex(c_double_complex), intent(in) :: values(*)
+            integer(c_int64_t), value :: nnz
+            integer(c_int) :: status
+        end function tutti_sparse_factor_c128
+
         ! `b`: n * n_rhs doubles, an (n, n_rhs) array, overwritten by the solutions on
         ! success; `info_out`: c_loc of a tutti_sparse_solve_info_t, or c_null_ptr.
         function tutti_sparse_solve(handle, b, n_rhs, info_out) &
@@ -716,6 +730,18 @@ module tutti
             type(c_ptr), value :: info_out
             integer(c_int) :: status
         end function tutti_sparse_solve
+
+        ! `b`: n * n_rhs complex values (C's 2 * n * n_rhs doubles), an (n, n_rhs) array,
+        ! overwritten by the solutions on success; `info_out` as for tutti_sparse_solve.
+        function tutti_sparse_solve_c128(handle, b, n_rhs, info_out) &
+                bind(c, name="tutti_sparse_solve_c128") result(status)
+            import :: c_int, c_int64_t, c_double_complex, c_ptr
+            type(c_ptr), value :: handle
+            complex(c_double_complex), intent(inout) :: b(*)
+            integer(c_int64_t), value :: n_rhs
+            type(c_ptr), value :: info_out
+            integer(c_int) :: status
+        end function tutti_sparse_solve_c128
 
         function tutti_sparse_info(handle, info_out) bind(c, name="tutti_sparse_info") &
                 result(status)
@@ -905,7 +931,8 @@ module tutti
     public :: tutti_direct_sum_f
     public :: tutti_free_c_f, tutti_resources_default_f, tutti_status_name_f
     public :: tutti_sparse_options_default_f, tutti_sparse_analyse_f, tutti_sparse_factor_f
-    public :: tutti_sparse_solve_f, tutti_sparse_info_f, tutti_sparse_free_f
+    public :: tutti_sparse_factor_c128_f, tutti_sparse_solve_f, tutti_sparse_solve_c128_f
+    public :: tutti_sparse_info_f, tutti_sparse_free_f
     public :: tutti_src_options_default_f, tutti_src_f
     public :: tutti_train_from_arrays_f, tutti_train_from_dir_f, tutti_train_info_f
     public :: tutti_train_shapes_f, tutti_train_site_f, tutti_train_write_dir_f
@@ -927,6 +954,11 @@ module tutti
     interface tutti_sparse_solve_f
         module procedure sparse_solve_one, sparse_solve_many
     end interface tutti_sparse_solve_f
+
+    ! A complex sparse solve in place: one right-hand side b(n) or several, b(n, n_rhs).
+    interface tutti_sparse_solve_c128_f
+        module procedure sparse_solve_c128_one, sparse_solve_c128_many
+    end interface tutti_sparse_solve_c128_f
 
 contains
 
@@ -1559,6 +1591,16 @@ contains
                     'tutti_sparse_factor_f', status)
     end subroutine tutti_sparse_factor_f
 
+    ! Factors a complex handle's matrix (analysed with options%dtype =
+    ! TUTTI_DTYPE_COMPLEX128) with `values`, as tutti_sparse_factor_f.
+    subroutine tutti_sparse_factor_c128_f(handle, values, status)
+        type(c_ptr), intent(in) :: handle
+        complex(c_double_complex), intent(in) :: values(:)
+        integer(c_int), intent(out), optional :: status
+        call finish(tutti_sparse_factor_c128(handle, values, size(values, kind=c_int64_t)), &
+                    'tutti_sparse_factor_c128_f', status)
+    end subroutine tutti_sparse_factor_c128_f
+
     ! Solves A x = b in place for one right-hand side b(n); `info` receives the refinement
     ! steps and the backward error.
     subroutine sparse_solve_one(handle, b, info, status)
@@ -1585,16 +1627,40 @@ contains
         call finish(code, 'tutti_sparse_solve_f', status)
     end subroutine sparse_solve_many
 
-    ! The solve of both forms of tutti_sparse_solve_f, on b as `rows` x `columns`: rows other
-    ! than the handle's unknowns are the caller's bug (tutti would read past b).
-    subroutine solve_in_place(handle, rows, columns, b, info, code)
+    ! Solves A x = b in place for one complex right-hand side b(n) with a complex handle's
+    ! factors; `info` receives the refinement steps and the backward error.
+    subroutine sparse_solve_c128_one(handle, b, info, status)
         type(c_ptr), intent(in) :: handle
-        integer, intent(in) :: rows, columns
-        real(c_double), intent(inout) :: b(rows, columns)
+        complex(c_double_complex), intent(inout) :: b(:)
         type(tutti_sparse_solve_info_t), intent(inout), optional :: info
+        integer(c_int), intent(out), optional :: status
+        integer(c_int) :: code
+
+        call solve_c128_in_place(handle, size(b), 1, b, info, code)
+        call finish(code, 'tutti_sparse_solve_c128_f', status)
+    end subroutine sparse_solve_c128_one
+
+    ! Solves A X = B in place for the n_rhs = size(b, 2) complex right-hand sides b(:, k);
+    ! `info` receives the refinement steps and the largest backward error.
+    subroutine sparse_solve_c128_many(handle, b, info, status)
+        type(c_ptr), intent(in) :: handle
+        complex(c_double_complex), intent(inout) :: b(:, :)
+        type(tutti_sparse_solve_info_t), intent(inout), optional :: info
+        integer(c_int), intent(out), optional :: status
+        integer(c_int) :: code
+
+        call solve_c128_in_place(handle, size(b, 1), size(b, 2), b, info, code)
+        call finish(code, 'tutti_sparse_solve_c128_f', status)
+    end subroutine sparse_solve_c128_many
+
+    ! Checks that b has the handle's `rows`: other rows are the caller's bug (tutti would read
+    ! past b), reported by `wrapper`. `code` is tutti_sparse_info's status.
+    subroutine check_rhs_rows(handle, rows, wrapper, code)
+        type(c_ptr), intent(in) :: handle
+        integer, intent(in) :: rows
+        character(len=*), intent(in) :: wrapper
         integer(c_int), intent(out) :: code
         type(tutti_sparse_info_t) :: matrix
-        type(tutti_sparse_solve_info_t), target :: reached
         character(len=120) :: shapes
 
         code = tutti_sparse_info(handle, matrix)
@@ -1602,11 +1668,39 @@ contains
         if (rows /= matrix%unknowns) then
             write (shapes, '(a, i0, a, i0, a)') 'b has ', rows, ' rows, not the matrix''s ', &
                 matrix%unknowns, ' unknowns'
-            call misuse('tutti_sparse_solve_f', trim(shapes))
+            call misuse(wrapper, trim(shapes))
         end if
+    end subroutine check_rhs_rows
+
+    ! The solve of both forms of tutti_sparse_solve_f, on b as `rows` x `columns`.
+    subroutine solve_in_place(handle, rows, columns, b, info, code)
+        type(c_ptr), intent(in) :: handle
+        integer, intent(in) :: rows, columns
+        real(c_double), intent(inout) :: b(rows, columns)
+        type(tutti_sparse_solve_info_t), intent(inout), optional :: info
+        integer(c_int), intent(out) :: code
+        type(tutti_sparse_solve_info_t), target :: reached
+
+        call check_rhs_rows(handle, rows, 'tutti_sparse_solve_f', code)
+        if (code /= TUTTI_OK) return
         code = tutti_sparse_solve(handle, b, int(columns, c_int64_t), c_loc(reached))
         if (code == TUTTI_OK .and. present(info)) info = reached
     end subroutine solve_in_place
+
+    ! The solve of both forms of tutti_sparse_solve_c128_f, on b as `rows` x `columns`.
+    subroutine solve_c128_in_place(handle, rows, columns, b, info, code)
+        type(c_ptr), intent(in) :: handle
+        integer, intent(in) :: rows, columns
+        complex(c_double_complex), intent(inout) :: b(rows, columns)
+        type(tutti_sparse_solve_info_t), intent(inout), optional :: info
+        integer(c_int), intent(out) :: code
+        type(tutti_sparse_solve_info_t), target :: reached
+
+        call check_rhs_rows(handle, rows, 'tutti_sparse_solve_c128_f', code)
+        if (code /= TUTTI_OK) return
+        code = tutti_sparse_solve_c128(handle, b, int(columns, c_int64_t), c_loc(reached))
+        if (code == TUTTI_OK .and. present(info)) info = reached
+    end subroutine solve_c128_in_place
 
     ! What the analysis predicts (fill, flops, fronts), the devices, whether the handle holds
     ! factors and how many pivots they perturbed, the plan's largest per-device bytes.

@@ -957,6 +957,13 @@ typedef struct TuttiSparseOptions {
      * Refinement stops below this backward error (default `4 eps`).
      */
     double refinement_target;
+    /**
+     * The values the handle factors, fixed here: `TUTTI_DTYPE_FLOAT64` (default; factor
+     * and solve with `tutti_sparse_factor` and `tutti_sparse_solve`) or
+     * `TUTTI_DTYPE_COMPLEX128` (`tutti_sparse_factor_c128` and `tutti_sparse_solve_c128`;
+     * the memory plan counts 16 bytes per value instead of 8).
+     */
+    int dtype;
 } TuttiSparseOptions;
 
 /**
@@ -1012,7 +1019,8 @@ typedef struct TuttiSparseInfo {
      */
     int devices;
     /**
-     * 1 once `tutti_sparse_factor` has succeeded (and since its last failure), else 0.
+     * 1 once `tutti_sparse_factor` (or `tutti_sparse_factor_c128`) has succeeded (and
+     * since its last failure), else 0.
      */
     int factored;
     /**
@@ -1555,7 +1563,8 @@ int tutti_resources_default(struct TuttiResources *resources);
 /**
  * Writes the default sparse options to `*options`: the default resources, CSR, 0-based,
  * nested dissection (METIS's separators) with blocks of 1 and leaves of 64 unknowns, pivots below `eps max|A|`
- * perturbed to `sqrt(eps) max|A|`, at most 3 refinement steps down to `4 eps`.
+ * perturbed to `sqrt(eps) max|A|`, at most 3 refinement steps down to `4 eps`, float64
+ * values.
  *
  * Errors: `TUTTI_ERROR_NULL_POINTER` for NULL.
  *
@@ -1568,7 +1577,9 @@ int tutti_sparse_options_default(struct TuttiSparseOptions *options);
  * Analyses the pattern of an `n x n` sparse matrix and makes a factorization handle for it:
  * the fill-reducing ordering, the assembly tree, the memory plan on the devices of
  * `options->resources` (a factorization that does not fit is refused here). No values are
- * needed; factor with `tutti_sparse_factor`, then solve with `tutti_sparse_solve`.
+ * needed; factor with `tutti_sparse_factor`, then solve with `tutti_sparse_solve` (or, for
+ * `options->dtype` `TUTTI_DTYPE_COMPLEX128`, with `tutti_sparse_factor_c128` and
+ * `tutti_sparse_solve_c128`).
  *
  * `pointers` has `n + 1` entries and `indices` has `pointers[n] - index_base` (the
  * entries, at least 1), per `options->layout` and `options->index_base`; both are read
@@ -1599,9 +1610,10 @@ int tutti_sparse_analyse(int64_t n,
  * its step changes). On failure the handle holds no factors until a factorization succeeds.
  *
  * Errors: `TUTTI_ERROR_NULL_POINTER`; `TUTTI_ERROR_INVALID_ARGUMENT` for a handle that is
- * not live, `nnz` other than the analysed entry count, a value that is not finite (the
- * message gives its row and column); a rank's failure as a device error. Tiny pivots are
- * perturbed, not refused: a singular matrix is found by the solve
+ * not live or analysed for `TUTTI_DTYPE_COMPLEX128` (factor it with
+ * `tutti_sparse_factor_c128`), `nnz` other than the analysed entry count, a value that is
+ * not finite (the message gives its row and column); a rank's failure as a device error.
+ * Tiny pivots are perturbed, not refused: a singular matrix is found by the solve
  * (`TUTTI_ERROR_SINGULAR`).
  *
  * # Safety
@@ -1610,15 +1622,32 @@ int tutti_sparse_analyse(int64_t n,
 int tutti_sparse_factor(struct TuttiSparse *handle, const double *values, int64_t nnz);
 
 /**
+ * Factors a complex handle's matrix (`options->dtype` `TUTTI_DTYPE_COMPLEX128`) with
+ * `values`: `nnz` complex values, `2 * nnz` doubles, each value's real part first (the
+ * layout of C99 `double complex` and Fortran's `complex(c_double_complex)`), in the order of
+ * the `indices` given to `tutti_sparse_analyse` (duplicates summed). Otherwise as
+ * `tutti_sparse_factor`: call again to refactor; on failure the handle holds no factors.
+ *
+ * Errors: as `tutti_sparse_factor`; `TUTTI_ERROR_INVALID_ARGUMENT` also for a handle
+ * analysed for `TUTTI_DTYPE_FLOAT64` (factor it with `tutti_sparse_factor`), and for a
+ * value whose real or imaginary part is not finite.
+ *
+ * # Safety
+ * `handle` is NULL or a live handle; `values` holds `2 * nnz` readable doubles.
+ */
+int tutti_sparse_factor_c128(struct TuttiSparse *handle, const double *values, int64_t nnz);
+
+/**
  * Solves `A X = B` in place: `b` holds `n_rhs` right-hand sides column-major (`n x n_rhs`,
  * column k at `b + k n`) and receives X. Each solve refines iteratively (see
  * `TuttiSparseOptions`). `info_out` may be NULL; else it gets the refinement steps and the
  * backward error. `b` is written only on success.
  *
  * Errors: `TUTTI_ERROR_NULL_POINTER`; `TUTTI_ERROR_INVALID_ARGUMENT` for a handle not
- * factored (or whose last factorization failed), `n_rhs < 1`, a value of `b` that is not
- * finite; `TUTTI_ERROR_SINGULAR` when pivots were perturbed and refinement could not bring
- * the backward error below 1e-10 (the matrix is singular to working precision).
+ * factored (or whose last factorization failed) or analysed for `TUTTI_DTYPE_COMPLEX128`
+ * (solve with `tutti_sparse_solve_c128`), `n_rhs < 1`, a value of `b` that is not finite;
+ * `TUTTI_ERROR_SINGULAR` when pivots were perturbed and refinement could not bring the
+ * backward error below 1e-10 (the matrix is singular to working precision).
  *
  * # Safety
  * `handle` is NULL or a live handle; `b` holds `n * n_rhs` readable and writable doubles;
@@ -1628,6 +1657,25 @@ int tutti_sparse_solve(struct TuttiSparse *handle,
                        double *b,
                        int64_t n_rhs,
                        struct TuttiSparseSolveInfo *info_out);
+
+/**
+ * Solves `A X = B` in place with a complex handle's factors (`tutti_sparse_factor_c128`):
+ * `b` holds `n_rhs` complex right-hand sides column-major (`n x n_rhs` values, column k at
+ * value `k n`), `2 * n * n_rhs` doubles, each value's real part first (C99
+ * `double complex`), and receives X. Otherwise as `tutti_sparse_solve`: iterative
+ * refinement, the backward error in complex moduli, `b` written only on success.
+ *
+ * Errors: as `tutti_sparse_solve`; `TUTTI_ERROR_INVALID_ARGUMENT` also for a handle
+ * analysed for `TUTTI_DTYPE_FLOAT64` (solve with `tutti_sparse_solve`).
+ *
+ * # Safety
+ * `handle` is NULL or a live handle; `b` holds `2 * n * n_rhs` readable and writable
+ * doubles; `info_out` is NULL or writable and does not overlap `b`.
+ */
+int tutti_sparse_solve_c128(struct TuttiSparse *handle,
+                            double *b,
+                            int64_t n_rhs,
+                            struct TuttiSparseSolveInfo *info_out);
 
 /**
  * `*info_out` = what the analysis predicts (fill, flops, fronts), the devices, whether the

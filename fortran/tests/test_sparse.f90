@@ -15,11 +15,14 @@
 ! - the error paths: a solve before any factorization, a wrong value count, a singular
 !   [[1, 1], [1, 1]] (TUTTI_ERROR_SINGULAR at the solve, b untouched), a released handle;
 ! - 1-based arrays without options%index_base = 1 stop the program (run as a child) with a
-!   message that names index_base, rather than let tutti read past `indices`.
+!   message that names index_base, rather than let tutti read past `indices`;
+! - complex128: [[2, i], [0, 4]] on 2 devices, x = (1 + i, 1) from b = (2 + 3i, 4) exactly
+!   (every product and quotient is exact in binary), one and two right-hand sides; the real
+!   entry points refused on the complex handle.
 ! Stops with a non-zero exit code when a check fails.
 program test_sparse
-    use, intrinsic :: iso_c_binding, only: c_int, c_int64_t, c_double, c_ptr, c_null_ptr, &
-                                           c_associated
+    use, intrinsic :: iso_c_binding, only: c_int, c_int64_t, c_double, c_double_complex, &
+                                           c_ptr, c_null_ptr, c_associated
     use tutti
     use checks
     implicit none
@@ -163,6 +166,7 @@ contains
         options%grid_dims = 0
 
         call check_singular(options)
+        call check_complex()
 
         call check(child_stops_with_message(), '1-based arrays with the default index_base 0 ' &
                    // 'stop the program with a message that names index_base')
@@ -199,6 +203,52 @@ contains
                    'the status has its name')
         call tutti_sparse_free_f(lu)
     end subroutine check_singular
+
+    ! [[2, i], [0, 4]] in complex128 (1-based CSR) on 2 devices: x = (1 + i, 1) exactly.
+    subroutine check_complex()
+        integer(c_int64_t), parameter :: pointers(3) = [1, 3, 4], indices(3) = [1, 2, 2]
+        complex(c_double_complex), parameter :: values(3) = [(2.0_c_double, 0.0_c_double), &
+            (0.0_c_double, 1.0_c_double), (4.0_c_double, 0.0_c_double)]
+        complex(c_double_complex), parameter :: exact(2) = [(1.0_c_double, 1.0_c_double), &
+            (1.0_c_double, 0.0_c_double)]
+        complex(c_double_complex) :: b(2), many(2, 2)
+        real(c_double) :: real_b(2)
+        type(tutti_sparse_options_t) :: options
+        type(tutti_sparse_solve_info_t) :: reached
+        type(c_ptr) :: lu
+        integer(c_int) :: status
+
+        call tutti_sparse_options_default_f(options)
+        call check(options%dtype == TUTTI_DTYPE_FLOAT64, 'the default dtype is float64')
+        options%index_base = 1
+        options%dtype = TUTTI_DTYPE_COMPLEX128
+        options%resources%kind = TUTTI_KIND_CPU
+        options%resources%devices = 2
+        lu = c_null_ptr
+        call tutti_sparse_analyse_f(2_c_int64_t, pointers, indices, lu, options, status)
+        call check(status == TUTTI_OK, 'analyse a complex handle: ' // tutti_last_error_f())
+        call tutti_sparse_factor_f(lu, [2.0_c_double, 0.0_c_double, 4.0_c_double], status)
+        call check(status == TUTTI_ERROR_INVALID_ARGUMENT &
+                   .and. index(tutti_last_error_f(), 'tutti_sparse_factor_c128') > 0, &
+                   'a real factorization of a complex handle is refused: "' &
+                   // tutti_last_error_f() // '"')
+        call tutti_sparse_factor_c128_f(lu, values, status)
+        call check(status == TUTTI_OK, 'complex factor: ' // tutti_last_error_f())
+        b = [(2.0_c_double, 3.0_c_double), (4.0_c_double, 0.0_c_double)]
+        call tutti_sparse_solve_c128_f(lu, b, reached, status)
+        call check(status == TUTTI_OK .and. all(b == exact), &
+                   'the complex solve gives x = (1 + i, 1) exactly')
+        many(:, 1) = [(2.0_c_double, 3.0_c_double), (4.0_c_double, 0.0_c_double)]
+        many(:, 2) = 2 * many(:, 1)
+        call tutti_sparse_solve_c128_f(lu, many, status=status)
+        call check(status == TUTTI_OK .and. all(many(:, 1) == exact) &
+                   .and. all(many(:, 2) == 2 * exact), 'two complex right-hand sides at once')
+        real_b = 1
+        call tutti_sparse_solve_f(lu, real_b, status=status)
+        call check(status == TUTTI_ERROR_INVALID_ARGUMENT .and. all(real_b == 1), &
+                   'a real solve with a complex handle is refused, b untouched')
+        call tutti_sparse_free_f(lu)
+    end subroutine check_complex
 
     ! The child's part: 1-based arrays analysed with the default options (0-based).
     subroutine analyse_without_index_base()

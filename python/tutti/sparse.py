@@ -10,6 +10,10 @@ values on the same pattern without analysing again. :func:`spsolve` does both at
     a = sp.random(1000, 1000, density=0.005, format="csr") + sp.eye(1000) * 4
     lu = tutti.splu(a, resources=tutti.Resources(kind="cpu", devices=2))
     x = lu.solve(np.ones(1000))
+
+Complex matrices (complex64 or complex128) are factored in complex128, real ones in float64
+unless ``dtype=np.complex128`` is asked for; the dtype of a factorization is fixed when it is
+made (:attr:`SparseLU.dtype`).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import threading
 
 from ._lib import Status, TuttiError, _check, _int, declare, lib
 from .resources import Resources, _c_resources, _CResources
+from .sweep import Dtype
 
 __all__ = ["SparseLU", "splu", "spsolve"]
 
@@ -39,6 +44,7 @@ class _CSparseOptions(ctypes.Structure):
         ("pivot_perturbation", ctypes.c_double),
         ("max_refinements", ctypes.c_int),
         ("refinement_target", ctypes.c_double),
+        ("dtype", ctypes.c_int),
     ]
 
 
@@ -81,7 +87,16 @@ declare(
             ctypes.c_int,
         ),
         "tutti_sparse_factor": ([ctypes.c_void_p, _double_p, ctypes.c_int64], ctypes.c_int),
+        # Complex values as (re, im) pairs of doubles: a contiguous complex128 array.
+        "tutti_sparse_factor_c128": (
+            [ctypes.c_void_p, _double_p, ctypes.c_int64],
+            ctypes.c_int,
+        ),
         "tutti_sparse_solve": (
+            [ctypes.c_void_p, _double_p, ctypes.c_int64, ctypes.POINTER(_CSparseSolveInfo)],
+            ctypes.c_int,
+        ),
+        "tutti_sparse_solve_c128": (
             [ctypes.c_void_p, _double_p, ctypes.c_int64, ctypes.POINTER(_CSparseSolveInfo)],
             ctypes.c_int,
         ),
@@ -98,29 +113,52 @@ def _invalid(message: str) -> TuttiError:
     return TuttiError(Status.ERROR_INVALID_ARGUMENT, message)
 
 
-def _compressed(matrix):
-    """``(layout, n, indptr, indices, data)`` of a square real scipy.sparse matrix: CSR and
-    CSC as given (no copy when already int64 and float64), other formats as CSR."""
+def _value_dtype(dtype, values_dtype, function: str):
+    """The numpy dtype a factorization is made in: ``dtype`` when given (float64 or
+    complex128), else complex128 for complex values and float64 for any other. Complex values
+    with ``dtype`` float64 are refused: their imaginary parts would be lost."""
     import numpy as np
 
-    if not hasattr(matrix, "tocsr") or not hasattr(matrix, "shape"):
+    complex_values = np.issubdtype(values_dtype, np.complexfloating)
+    if dtype is None:
+        return np.dtype(np.complex128 if complex_values else np.float64)
+    expected = f"{function}: `dtype` is {dtype!r}: expected float64 or complex128"
+    try:
+        chosen = np.dtype(dtype)
+    except TypeError:
+        raise _invalid(expected) from None
+    if chosen != np.float64 and chosen != np.complex128:
+        raise _invalid(expected)
+    if complex_values and chosen == np.float64:
         raise _invalid(
-            f"splu: expected a scipy.sparse matrix or array, got {type(matrix).__name__}"
+            f"{function}: complex values ({values_dtype}) cannot be factored in float64: "
+            "their imaginary parts would be lost (factor in complex128: dtype=None or "
+            "numpy.complex128)"
+        )
+    return chosen
+
+
+def _compressed(matrix, dtype=None, function: str = "splu"):
+    """``(layout, n, indptr, indices, data)`` of a square scipy.sparse matrix: CSR and CSC as
+    given (no copy when already int64 and of the chosen dtype), other formats as CSR;
+    ``data`` in ``dtype`` (see :func:`_value_dtype`)."""
+    import numpy as np
+
+    if not all(hasattr(matrix, attr) for attr in ("tocsr", "shape", "dtype")):
+        raise _invalid(
+            f"{function}: expected a scipy.sparse matrix or array, got {type(matrix).__name__}"
         )
     rows, cols = matrix.shape
     if rows != cols:
-        raise _invalid(f"splu: the matrix is {rows} x {cols}: a square matrix is needed")
-    if np.iscomplexobj(matrix.data if hasattr(matrix, "data") else matrix.tocsr().data):
-        raise TuttiError(
-            Status.ERROR_UNSUPPORTED, "splu: complex matrices are not supported yet (float64)"
-        )
+        raise _invalid(f"{function}: the matrix is {rows} x {cols}: a square matrix is needed")
+    dtype = _value_dtype(dtype, matrix.dtype, function)
     fmt = getattr(matrix, "format", None)
     if fmt not in ("csr", "csc"):
         matrix, fmt = matrix.tocsr(), "csr"
     layout = _CSR if fmt == "csr" else _CSC
     indptr = np.ascontiguousarray(matrix.indptr, dtype=np.int64)
     indices = np.ascontiguousarray(matrix.indices, dtype=np.int64)
-    data = np.ascontiguousarray(matrix.data, dtype=np.float64)
+    data = np.ascontiguousarray(matrix.data, dtype=dtype)
     return layout, int(rows), indptr, indices, data
 
 
@@ -132,6 +170,14 @@ class SparseLU:
     refinement. Factors and solutions are the same bits on any number of devices. The handle
     is released by :meth:`close`, by leaving a ``with`` block, or when the object is
     collected. Calls on one object from several threads are serialised.
+
+    :attr:`dtype` (``numpy.float64`` or ``numpy.complex128``) is fixed when the object is
+    made: ``dtype=None`` (the default) picks complex128 for a complex matrix (complex64 is
+    promoted) and float64 for a real one; ``dtype=np.complex128`` factors a real matrix in
+    complex128. A complex factorization takes real or complex right-hand sides and values
+    (real ones promoted) and returns complex solutions; a real factorization refuses complex
+    ones with :class:`tutti.InvalidArgumentError` (a ``ValueError``), since dropping their
+    imaginary parts would give a wrong answer.
     """
 
     def __init__(
@@ -147,15 +193,19 @@ class SparseLU:
         pivot_perturbation: float | None = None,
         max_refinements: int | None = None,
         refinement_target: float | None = None,
+        dtype=None,
     ):
+        import numpy as np
+
         self._lock = threading.RLock()
         self._handle = ctypes.c_void_p()
-        layout, n, indptr, indices, data = _compressed(matrix)
+        layout, n, indptr, indices, data = _compressed(matrix, dtype)
         options = _CSparseOptions()
         _check(lib.tutti_sparse_options_default(ctypes.byref(options)))
         c_resources, keep_alive = _c_resources(resources)
         options.resources = c_resources
         options.layout = layout
+        options.dtype = Dtype.COMPLEX128 if data.dtype == np.complex128 else Dtype.FLOAT64
         options.block = _int(block, "block")
         options.leaf_size = _int(leaf_size, "leaf_size")
         if grid is not None:
@@ -194,7 +244,15 @@ class SparseLU:
         self._handle = handle
         self._layout, self._indptr, self._indices = layout, indptr, indices
         self.shape = (n, n)
+        #: ``numpy.float64`` or ``numpy.complex128``: the values factored and the solutions.
+        self.dtype = data.dtype
         self.refactor(data)
+
+    @property
+    def _complex(self) -> bool:
+        import numpy as np
+
+        return self.dtype == np.complex128
 
     @contextlib.contextmanager
     def _live(self):
@@ -206,12 +264,14 @@ class SparseLU:
     def refactor(self, values) -> None:
         """Factors new values on the analysed pattern: a scipy.sparse matrix with the same
         pattern in the same format as the one analysed, or the 1-D array of its ``data``
-        (in the analysed entry order). A failed refactorization leaves no factors: solving
-        raises until one succeeds."""
+        (in the analysed entry order). The values are factored in :attr:`dtype`: real values
+        are promoted for a complex factorization, complex ones are refused for a real one
+        (:class:`tutti.InvalidArgumentError`). A failed refactorization leaves no factors:
+        solving raises until one succeeds."""
         import numpy as np
 
         if hasattr(values, "tocsr"):
-            layout, n, indptr, indices, data = _compressed(values)
+            layout, n, indptr, indices, data = _compressed(values, self.dtype, "refactor")
             same = (
                 layout == self._layout
                 and (n, n) == self.shape
@@ -223,23 +283,31 @@ class SparseLU:
                     "refactor: the matrix's pattern or format differs from the analysed one"
                 )
         else:
-            data = np.ascontiguousarray(values, dtype=np.float64)
+            values = np.asarray(values)
+            dtype = _value_dtype(self.dtype, values.dtype, "refactor")
+            data = np.ascontiguousarray(values, dtype=dtype)
             if data.ndim != 1:
                 raise _invalid(f"refactor: `values` has {data.ndim} axes: expected 1")
+        factor = lib.tutti_sparse_factor_c128 if self._complex else lib.tutti_sparse_factor
         with self._live() as handle:
-            _check(lib.tutti_sparse_factor(handle, data.ctypes.data_as(_double_p), data.size))
+            _check(factor(handle, data.ctypes.data_as(_double_p), data.size))
 
     def solve(self, b, *, info: bool = False):
         """``x`` with ``A x = b``, for ``b`` of shape (n,) or (n, k) (k right-hand sides in one
-        pass); ``b`` is not changed. With ``info=True`` returns ``(x, info)``, ``info`` a dict
-        with ``refinements`` and ``backward_error``. A matrix singular to working precision
-        raises :class:`tutti.SingularError`."""
+        pass); ``b`` is not changed. ``x`` has :attr:`dtype`: a real ``b`` is promoted for a
+        complex factorization; a complex ``b`` for a real factorization raises
+        :class:`tutti.InvalidArgumentError` (a ``ValueError``: factor in complex128, or solve
+        the real and imaginary parts as two right-hand sides). With ``info=True`` returns
+        ``(x, info)``, ``info`` a dict with ``refinements`` and ``backward_error``. A matrix
+        singular to working precision raises :class:`tutti.SingularError`."""
         import numpy as np
 
         b = np.asarray(b)
-        if np.iscomplexobj(b):
-            raise TuttiError(
-                Status.ERROR_UNSUPPORTED, "solve: complex right-hand sides are not supported yet"
+        if np.iscomplexobj(b) and not self._complex:
+            raise _invalid(
+                f"solve: `b` is complex ({b.dtype}) but the factorization is float64: make it "
+                "with dtype=numpy.complex128, or solve the real and imaginary parts as two "
+                "right-hand sides"
             )
         n = self.shape[0]
         if b.ndim not in (1, 2) or b.shape[0] != n:
@@ -248,14 +316,11 @@ class SparseLU:
         if rhs == 0:
             raise _invalid(f"solve: `b` has shape {b.shape}: no right-hand side")
         # Column-major: each right-hand side contiguous, as the library wants.
-        x = np.array(b, dtype=np.float64, order="F", copy=True)
+        x = np.array(b, dtype=self.dtype, order="F", copy=True)
+        solve = lib.tutti_sparse_solve_c128 if self._complex else lib.tutti_sparse_solve
         result = _CSparseSolveInfo()
         with self._live() as handle:
-            _check(
-                lib.tutti_sparse_solve(
-                    handle, x.ctypes.data_as(_double_p), rhs, ctypes.byref(result)
-                )
-            )
+            _check(solve(handle, x.ctypes.data_as(_double_p), rhs, ctypes.byref(result)))
         if info:
             return x, {"refinements": result.refinements, "backward_error": result.backward_error}
         return x
@@ -301,22 +366,30 @@ class SparseLU:
         except TuttiError:
             return "SparseLU(closed)"
         return (
-            f"SparseLU({facts['unknowns']} unknowns, nnz(L+U) {facts['factor_nnz']}, "
-            f"{facts['devices']} device(s))"
+            f"SparseLU({facts['unknowns']} unknowns, {self.dtype}, "
+            f"nnz(L+U) {facts['factor_nnz']}, {facts['devices']} device(s))"
         )
 
 
 def splu(matrix, **options) -> SparseLU:
-    """Analyses and factors a square real scipy.sparse matrix; see :class:`SparseLU` for the
-    keyword options: ``resources`` (a :class:`tutti.Resources`: the devices the factorization
-    is split among, and their memory caps: a factorization that does not fit is refused
-    before any numeric work), ``grid`` and ``periodic`` (the grid shape, x fastest, for a
-    geometric ordering), ``block`` (unknowns per grid point), ``leaf_size``, ``pivot_tiny``,
-    ``pivot_perturbation``, ``max_refinements``, ``refinement_target``."""
+    """Analyses and factors a square real or complex scipy.sparse matrix; see
+    :class:`SparseLU` for the keyword options: ``resources`` (a :class:`tutti.Resources`: the
+    devices the factorization is split among, and their memory caps: a factorization that
+    does not fit is refused before any numeric work), ``grid`` and ``periodic`` (the grid
+    shape, x fastest, for a geometric ordering), ``block`` (unknowns per grid point),
+    ``leaf_size``, ``pivot_tiny``, ``pivot_perturbation``, ``max_refinements``,
+    ``refinement_target``, ``dtype`` (None: complex128 for a complex matrix, else float64;
+    or ``numpy.complex128`` to factor a real matrix in complex)."""
     return SparseLU(matrix, **options)
 
 
 def spsolve(matrix, b, **options):
-    """``x`` with ``matrix @ x = b``: :func:`splu` then :meth:`SparseLU.solve`."""
+    """``x`` with ``matrix @ x = b``: :func:`splu` then :meth:`SparseLU.solve`. As scipy's
+    ``spsolve``, a real matrix with a complex ``b`` is solved in complex128 (unless
+    ``dtype`` is given)."""
+    import numpy as np
+
+    if options.get("dtype") is None and np.iscomplexobj(b):
+        options["dtype"] = np.complex128
     with SparseLU(matrix, **options) as lu:
         return lu.solve(b)

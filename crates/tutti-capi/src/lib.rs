@@ -76,9 +76,9 @@ pub use memory::tutti_free_c;
 pub use progress::{TuttiProgress, TuttiProgressCallback, TuttiProgressFn};
 pub use resources::{tutti_resources_default, TuttiKernels, TuttiResources, TUTTI_ALL_DEVICES};
 pub use sparse::{
-    tutti_sparse_analyse, tutti_sparse_factor, tutti_sparse_free, tutti_sparse_info,
-    tutti_sparse_options_default, tutti_sparse_solve, TuttiSparse, TuttiSparseInfo,
-    TuttiSparseLayout, TuttiSparseOptions, TuttiSparseSolveInfo,
+    tutti_sparse_analyse, tutti_sparse_factor, tutti_sparse_factor_c128, tutti_sparse_free,
+    tutti_sparse_info, tutti_sparse_options_default, tutti_sparse_solve, tutti_sparse_solve_c128,
+    TuttiSparse, TuttiSparseInfo, TuttiSparseLayout, TuttiSparseOptions, TuttiSparseSolveInfo,
 };
 pub use status::{tutti_status_name, Error, TuttiStatus};
 pub use sweep::{tutti_src, tutti_src_options_default, TuttiSrcOptions};

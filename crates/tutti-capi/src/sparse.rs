@@ -6,6 +6,10 @@
 //! (CSR, the default) or column pointers and row indices (CSC, scipy's `csc_matrix`),
 //! 64-bit, 0-based or 1-based (Fortran), in any order within a row or column, duplicates
 //! summed. The values come in the caller's entry order at each factorization.
+//!
+//! A handle factors real (`double`, the default) or complex (`double complex`: two doubles
+//! per value, real part first) values, fixed by `options->dtype` when it is analysed: the
+//! `_c128` entry points factor and solve a complex handle.
 
 use std::ffi::c_int;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -15,8 +19,8 @@ use tutti_group::{Group, GroupError};
 use tutti_plan::{Plan, Tier};
 use tutti_sparse::ordering::{Grid, OrderingOptions};
 use tutti_sparse::{
-    analyse, Assembly, Compressed, FactorOptions, Factorization, OrderingMethod, SolveOptions,
-    SparseError, SplitFactorization, Symbolic,
+    analyse, c64, Assembly, Compressed, CsrMatrix, FactorOptions, Factorization, OrderingMethod,
+    Scalar, SolveInfo, SolveOptions, SparseError, SplitFactorization, Symbolic,
 };
 
 use crate::boundary::{
@@ -25,6 +29,7 @@ use crate::boundary::{
 use crate::memory::Registry;
 use crate::resources::{device_error, TuttiResources};
 use crate::status::{Error, TuttiStatus};
+use crate::train::TuttiDtype;
 
 /// How a matrix's arrays are compressed; passed as an `int`.
 #[allow(non_camel_case_types)] // the variants are the C names
@@ -75,6 +80,11 @@ pub struct TuttiSparseOptions {
     pub max_refinements: c_int,
     /// Refinement stops below this backward error (default `4 eps`).
     pub refinement_target: f64,
+    /// The values the handle factors, fixed here: `TUTTI_DTYPE_FLOAT64` (default; factor
+    /// and solve with `tutti_sparse_factor` and `tutti_sparse_solve`) or
+    /// `TUTTI_DTYPE_COMPLEX128` (`tutti_sparse_factor_c128` and `tutti_sparse_solve_c128`;
+    /// the memory plan counts 16 bytes per value instead of 8).
+    pub dtype: c_int,
 }
 
 impl Default for TuttiSparseOptions {
@@ -94,6 +104,7 @@ impl Default for TuttiSparseOptions {
             pivot_perturbation: factor.perturbation,
             max_refinements: c_int::try_from(solve.max_refinements).unwrap_or(3),
             refinement_target: solve.target,
+            dtype: TuttiDtype::TUTTI_DTYPE_FLOAT64 as c_int,
         }
     }
 }
@@ -119,7 +130,8 @@ pub struct TuttiSparseInfo {
     pub largest_front: i64,
     /// The devices the factorization is split among.
     pub devices: c_int,
-    /// 1 once `tutti_sparse_factor` has succeeded (and since its last failure), else 0.
+    /// 1 once `tutti_sparse_factor` (or `tutti_sparse_factor_c128`) has succeeded (and
+    /// since its last failure), else 0.
     pub factored: c_int,
     /// Pivots perturbed by the last factorization.
     pub perturbed_pivots: i64,
@@ -163,21 +175,127 @@ struct State {
     plan: Plan,
     factor_options: FactorOptions,
     solve_options: SolveOptions,
-    factors: Option<Factors>,
+    /// The values the handle factors (`options->dtype`).
+    dtype: TuttiDtype,
+    factors: Option<AnyFactors>,
 }
 
-/// Factors on one device, or split among the group's.
-enum Factors {
-    One(Factorization),
-    Split(SplitFactorization),
+/// Factors in `T` on one device, or split among the group's.
+enum Factors<T: Scalar> {
+    One(Factorization<T>),
+    Split(SplitFactorization<T>),
 }
 
-impl Factors {
+/// Factors of either dtype.
+enum AnyFactors {
+    Real(Factors<f64>),
+    Complex(Factors<c64>),
+}
+
+impl<T: Scalar> Factors<T> {
+    /// Factors `a` on the handle's devices.
+    fn new(state: &State, a: &CsrMatrix<T>) -> Result<Self, SparseError> {
+        let symbolic = Arc::clone(&state.symbolic);
+        Ok(if state.group.size() == 1 {
+            Self::One(Factorization::new(symbolic, a, state.factor_options)?)
+        } else {
+            Self::Split(SplitFactorization::new(
+                &state.group,
+                symbolic,
+                a,
+                state.factor_options,
+                &state.resources,
+            )?)
+        })
+    }
+
+    /// Solves in place for the `rhs` column-major right-hand sides of `x`.
+    fn solve(&self, state: &State, x: &mut [T], rhs: usize) -> Result<SolveInfo, SparseError> {
+        match self {
+            Self::One(lu) => lu.solve_in_place(x, rhs, &state.solve_options),
+            Self::Split(lu) => lu.solve_in_place(&state.group, x, rhs, &state.solve_options),
+        }
+    }
+
     fn perturbed_pivots(&self) -> usize {
         match self {
             Self::One(lu) => lu.perturbed_pivots(),
             Self::Split(lu) => lu.perturbed_pivots(),
         }
+    }
+}
+
+impl AnyFactors {
+    fn perturbed_pivots(&self) -> usize {
+        match self {
+            Self::Real(lu) => lu.perturbed_pivots(),
+            Self::Complex(lu) => lu.perturbed_pivots(),
+        }
+    }
+}
+
+/// A scalar as it crosses the boundary: `double` for `f64`, two `double`s (real part
+/// first, C99 `double complex`) for `c64`.
+trait Element: Scalar {
+    /// The dtype of the handles that factor in this scalar.
+    const DTYPE: TuttiDtype;
+
+    /// The factors, as factors of either dtype.
+    fn wrap(factors: Factors<Self>) -> AnyFactors;
+
+    /// The factors, when they are in this scalar.
+    fn unwrap(factors: &AnyFactors) -> Option<&Factors<Self>>;
+}
+
+impl Element for f64 {
+    const DTYPE: TuttiDtype = TuttiDtype::TUTTI_DTYPE_FLOAT64;
+
+    fn wrap(factors: Factors<Self>) -> AnyFactors {
+        AnyFactors::Real(factors)
+    }
+
+    fn unwrap(factors: &AnyFactors) -> Option<&Factors<Self>> {
+        match factors {
+            AnyFactors::Real(lu) => Some(lu),
+            AnyFactors::Complex(_) => None,
+        }
+    }
+}
+
+impl Element for c64 {
+    const DTYPE: TuttiDtype = TuttiDtype::TUTTI_DTYPE_COMPLEX128;
+
+    fn wrap(factors: Factors<Self>) -> AnyFactors {
+        AnyFactors::Complex(factors)
+    }
+
+    fn unwrap(factors: &AnyFactors) -> Option<&Factors<Self>> {
+        match factors {
+            AnyFactors::Complex(lu) => Some(lu),
+            AnyFactors::Real(_) => None,
+        }
+    }
+}
+
+/// What a dtype is called and which entry points factor and solve in it.
+struct DtypeNames {
+    constant: &'static str,
+    factor: &'static str,
+    solve: &'static str,
+}
+
+fn dtype_names(dtype: TuttiDtype) -> DtypeNames {
+    match dtype {
+        TuttiDtype::TUTTI_DTYPE_FLOAT64 => DtypeNames {
+            constant: "TUTTI_DTYPE_FLOAT64",
+            factor: "tutti_sparse_factor",
+            solve: "tutti_sparse_solve",
+        },
+        TuttiDtype::TUTTI_DTYPE_COMPLEX128 => DtypeNames {
+            constant: "TUTTI_DTYPE_COMPLEX128",
+            factor: "tutti_sparse_factor_c128",
+            solve: "tutti_sparse_solve_c128",
+        },
     }
 }
 
@@ -305,6 +423,17 @@ impl TuttiSparseOptions {
         })
     }
 
+    fn dtype(&self) -> Result<TuttiDtype, Error> {
+        match self.dtype {
+            0 => Ok(TuttiDtype::TUTTI_DTYPE_FLOAT64),
+            1 => Ok(TuttiDtype::TUTTI_DTYPE_COMPLEX128),
+            other => Err(Error::invalid_argument(format!(
+                "options->dtype is {other}: expected TUTTI_DTYPE_FLOAT64 (0) or \
+                 TUTTI_DTYPE_COMPLEX128 (1)"
+            ))),
+        }
+    }
+
     fn factor_options(&self) -> Result<FactorOptions, Error> {
         Ok(FactorOptions {
             tiny: positive_real(self.pivot_tiny, "pivot_tiny")?,
@@ -328,7 +457,8 @@ impl TuttiSparseOptions {
 
 /// Writes the default sparse options to `*options`: the default resources, CSR, 0-based,
 /// nested dissection (METIS's separators) with blocks of 1 and leaves of 64 unknowns, pivots below `eps max|A|`
-/// perturbed to `sqrt(eps) max|A|`, at most 3 refinement steps down to `4 eps`.
+/// perturbed to `sqrt(eps) max|A|`, at most 3 refinement steps down to `4 eps`, float64
+/// values.
 ///
 /// Errors: `TUTTI_ERROR_NULL_POINTER` for NULL.
 ///
@@ -372,7 +502,9 @@ fn zero_based(values: &[i64], base: usize, name: &str) -> Result<Vec<usize>, Err
 /// Analyses the pattern of an `n x n` sparse matrix and makes a factorization handle for it:
 /// the fill-reducing ordering, the assembly tree, the memory plan on the devices of
 /// `options->resources` (a factorization that does not fit is refused here). No values are
-/// needed; factor with `tutti_sparse_factor`, then solve with `tutti_sparse_solve`.
+/// needed; factor with `tutti_sparse_factor`, then solve with `tutti_sparse_solve` (or, for
+/// `options->dtype` `TUTTI_DTYPE_COMPLEX128`, with `tutti_sparse_factor_c128` and
+/// `tutti_sparse_solve_c128`).
 ///
 /// `pointers` has `n + 1` entries and `indices` has `pointers[n] - index_base` (the
 /// entries, at least 1), per `options->layout` and `options->index_base`; both are read
@@ -415,6 +547,7 @@ pub unsafe extern "C" fn tutti_sparse_analyse(
         let method = options.ordering()?;
         let factor_options = options.factor_options()?;
         let solve_options = options.solve_options()?;
+        let dtype = options.dtype()?;
         // SAFETY: the resources' pointers are NULL or valid (the caller's promise).
         let resources = unsafe { options.resources.to_rust("options->resources") }?;
         let pointer_count = n
@@ -439,8 +572,11 @@ pub unsafe extern "C" fn tutti_sparse_analyse(
         let assembly = Assembly::new(n, n, &pointers, &indices, layout).map_err(sparse_error)?;
         let symbolic = analyse(assembly.pattern(), &method).map_err(sparse_error)?;
         let group = Group::from_resources(&resources, GpuUse::HostOnly).map_err(group_error)?;
-        let plan = tutti_sparse::plan(&symbolic, group.size(), group.devices(), &resources)
-            .map_err(sparse_error)?;
+        let plan = match dtype {
+            TuttiDtype::TUTTI_DTYPE_FLOAT64 => tutti_sparse::plan_for::<f64>,
+            TuttiDtype::TUTTI_DTYPE_COMPLEX128 => tutti_sparse::plan_for::<c64>,
+        }(&symbolic, group.size(), group.devices(), &resources)
+        .map_err(sparse_error)?;
         let handle = Box::into_raw(Box::new(TuttiSparse {
             marker: LIVE_SPARSE,
             state: Mutex::new(State {
@@ -451,6 +587,7 @@ pub unsafe extern "C" fn tutti_sparse_analyse(
                 plan,
                 factor_options,
                 solve_options,
+                dtype,
                 factors: None,
             }),
         }));
@@ -493,15 +630,137 @@ impl TuttiSparse {
     }
 }
 
+impl State {
+    /// Refuses a call of `called` (an entry point in `T`) on a handle analysed for another
+    /// dtype, naming the entry point `right` picks among the handle's.
+    fn check_dtype<T: Element>(
+        &self,
+        called: &str,
+        right: fn(&DtypeNames) -> &'static str,
+    ) -> Result<(), Error> {
+        if self.dtype == T::DTYPE {
+            return Ok(());
+        }
+        let names = dtype_names(self.dtype);
+        Err(Error::invalid_argument(format!(
+            "argument `handle` was analysed with options->dtype {}: call {} instead of {called}",
+            names.constant,
+            right(&names),
+        )))
+    }
+}
+
+/// `values` entries, each `T::PACKED` doubles, as a count of doubles.
+fn doubles<T: Scalar>(values: usize, name: &str) -> Result<usize, Error> {
+    values.checked_mul(T::PACKED).ok_or_else(|| {
+        Error::invalid_argument(format!("argument `{name}`: {values} values overflow"))
+    })
+}
+
+/// The body of `tutti_sparse_factor` (`T = f64`) and `tutti_sparse_factor_c128`
+/// (`T = c64`): `values` holds `nnz` values of `T`, `T::PACKED` doubles each.
+///
+/// # Safety
+/// `handle` is NULL or a live handle; `values` holds `nnz * T::PACKED` readable doubles.
+unsafe fn factor<T: Element>(
+    function: &str,
+    handle: *mut TuttiSparse,
+    values: *const f64,
+    nnz: i64,
+) -> Result<(), Error> {
+    // SAFETY: checked against the registry before it is read.
+    let handle = unsafe { handle_ref(handle, "handle") }?;
+    let mut state = handle.state();
+    state.factors = None;
+    state.check_dtype::<T>(function, |names| names.factor)?;
+    let expected = state.assembly.entries();
+    let nnz = count_at_least(nnz, 1, "nnz")?;
+    if nnz != expected {
+        return Err(Error::invalid_argument(format!(
+            "argument `nnz` is {nnz}: the analysed pattern has {expected} entries"
+        )));
+    }
+    // SAFETY: `values` holds nnz * T::PACKED readable doubles (the caller's promise).
+    let packed = unsafe { input_slice(values, doubles::<T>(nnz, "values")?, "values") }?;
+    let values = T::unpack(packed).ok_or_else(|| {
+        Error::invalid_argument("argument `values`: not a whole number of values")
+    })?;
+    let a = state.assembly.matrix(&values).map_err(sparse_error)?;
+    let factors = Factors::new(&state, &a).map_err(sparse_error)?;
+    state.factors = Some(T::wrap(factors));
+    Ok(())
+}
+
+/// The body of `tutti_sparse_solve` (`T = f64`) and `tutti_sparse_solve_c128` (`T = c64`):
+/// `b` holds `n * n_rhs` values of `T`, `T::PACKED` doubles each.
+///
+/// # Safety
+/// `handle` is NULL or a live handle; `b` holds `n * n_rhs * T::PACKED` readable and
+/// writable doubles; `info_out` is NULL or writable and does not overlap `b`.
+unsafe fn solve<T: Element>(
+    function: &str,
+    handle: *mut TuttiSparse,
+    b: *mut f64,
+    n_rhs: i64,
+    info_out: *mut TuttiSparseSolveInfo,
+) -> Result<(), Error> {
+    // SAFETY: checked against the registry before it is read.
+    let handle = unsafe { handle_ref(handle, "handle") }?;
+    let state = handle.state();
+    state.check_dtype::<T>(function, |names| names.solve)?;
+    let rhs = count_at_least(n_rhs, 1, "n_rhs")?;
+    let n = state.symbolic.unknowns();
+    let len = n.checked_mul(rhs).ok_or_else(|| {
+        Error::invalid_argument(format!(
+            "{n} unknowns times {rhs} right-hand sides overflow"
+        ))
+    })?;
+    let len = doubles::<T>(len, "b")?;
+    let info_slot = if info_out.is_null() {
+        None
+    } else {
+        check_disjoint(&[
+            Region::output("b", b, len),
+            Region::output("info_out", info_out, 1),
+        ])?;
+        // SAFETY: not NULL; writable and disjoint from b (checked above).
+        Some(unsafe { Out::new(info_out, "info_out") }?)
+    };
+    let Some(factors) = state.factors.as_ref().and_then(T::unwrap) else {
+        return Err(Error::invalid_argument(format!(
+            "argument `handle` holds no factorization: call {} first (or again, after it \
+             failed)",
+            dtype_names(T::DTYPE).factor
+        )));
+    };
+    // SAFETY: `b` holds len readable and writable doubles (the caller's promise).
+    let b = unsafe { output_slice(b, len, "b") }?;
+    let mut x = T::unpack(b)
+        .ok_or_else(|| Error::invalid_argument("argument `b`: not a whole number of values"))?
+        .into_owned();
+    let info = factors.solve(&state, &mut x, rhs).map_err(sparse_error)?;
+    let mut solution = Vec::new();
+    T::pack(&x, &mut solution);
+    b.copy_from_slice(&solution);
+    if let Some(slot) = info_slot {
+        slot.write(TuttiSparseSolveInfo {
+            refinements: c_int::try_from(info.refinements).unwrap_or(c_int::MAX),
+            backward_error: info.backward_error,
+        });
+    }
+    Ok(())
+}
+
 /// Factors the handle's matrix with `values`: `nnz` doubles in the order of the `indices`
 /// given to `tutti_sparse_analyse` (duplicates summed). Call again with new values on the
 /// same pattern to refactor (the numeric phase only: what an implicit integrator does when
 /// its step changes). On failure the handle holds no factors until a factorization succeeds.
 ///
 /// Errors: `TUTTI_ERROR_NULL_POINTER`; `TUTTI_ERROR_INVALID_ARGUMENT` for a handle that is
-/// not live, `nnz` other than the analysed entry count, a value that is not finite (the
-/// message gives its row and column); a rank's failure as a device error. Tiny pivots are
-/// perturbed, not refused: a singular matrix is found by the solve
+/// not live or analysed for `TUTTI_DTYPE_COMPLEX128` (factor it with
+/// `tutti_sparse_factor_c128`), `nnz` other than the analysed entry count, a value that is
+/// not finite (the message gives its row and column); a rank's failure as a device error.
+/// Tiny pivots are perturbed, not refused: a singular matrix is found by the solve
 /// (`TUTTI_ERROR_SINGULAR`).
 ///
 /// # Safety
@@ -512,40 +771,35 @@ pub unsafe extern "C" fn tutti_sparse_factor(
     values: *const f64,
     nnz: i64,
 ) -> c_int {
-    ffi_call("tutti_sparse_factor", || {
-        // SAFETY: checked against the registry before it is read.
-        let handle = unsafe { handle_ref(handle, "handle") }?;
-        let mut state = handle.state();
-        state.factors = None;
-        let expected = state.assembly.entries();
-        let nnz = count_at_least(nnz, 1, "nnz")?;
-        if nnz != expected {
-            return Err(Error::invalid_argument(format!(
-                "argument `nnz` is {nnz}: the analysed pattern has {expected} entries"
-            )));
-        }
-        // SAFETY: `values` holds nnz readable doubles (the caller's promise).
-        let values = unsafe { input_slice(values, nnz, "values") }?;
-        let a = state.assembly.matrix(values).map_err(sparse_error)?;
-        let symbolic = Arc::clone(&state.symbolic);
-        let factors = if state.group.size() == 1 {
-            Factors::One(
-                Factorization::new(symbolic, &a, state.factor_options).map_err(sparse_error)?,
-            )
-        } else {
-            Factors::Split(
-                SplitFactorization::new(
-                    &state.group,
-                    symbolic,
-                    &a,
-                    state.factor_options,
-                    &state.resources,
-                )
-                .map_err(sparse_error)?,
-            )
-        };
-        state.factors = Some(factors);
-        Ok(())
+    const FUNCTION: &str = "tutti_sparse_factor";
+    ffi_call(FUNCTION, || {
+        // SAFETY: the caller's promises are those of `factor` for f64.
+        unsafe { factor::<f64>(FUNCTION, handle, values, nnz) }
+    })
+}
+
+/// Factors a complex handle's matrix (`options->dtype` `TUTTI_DTYPE_COMPLEX128`) with
+/// `values`: `nnz` complex values, `2 * nnz` doubles, each value's real part first (the
+/// layout of C99 `double complex` and Fortran's `complex(c_double_complex)`), in the order of
+/// the `indices` given to `tutti_sparse_analyse` (duplicates summed). Otherwise as
+/// `tutti_sparse_factor`: call again to refactor; on failure the handle holds no factors.
+///
+/// Errors: as `tutti_sparse_factor`; `TUTTI_ERROR_INVALID_ARGUMENT` also for a handle
+/// analysed for `TUTTI_DTYPE_FLOAT64` (factor it with `tutti_sparse_factor`), and for a
+/// value whose real or imaginary part is not finite.
+///
+/// # Safety
+/// `handle` is NULL or a live handle; `values` holds `2 * nnz` readable doubles.
+#[no_mangle]
+pub unsafe extern "C" fn tutti_sparse_factor_c128(
+    handle: *mut TuttiSparse,
+    values: *const f64,
+    nnz: i64,
+) -> c_int {
+    const FUNCTION: &str = "tutti_sparse_factor_c128";
+    ffi_call(FUNCTION, || {
+        // SAFETY: the caller's promises are those of `factor` for c64 (2 doubles a value).
+        unsafe { factor::<c64>(FUNCTION, handle, values, nnz) }
     })
 }
 
@@ -555,9 +809,10 @@ pub unsafe extern "C" fn tutti_sparse_factor(
 /// backward error. `b` is written only on success.
 ///
 /// Errors: `TUTTI_ERROR_NULL_POINTER`; `TUTTI_ERROR_INVALID_ARGUMENT` for a handle not
-/// factored (or whose last factorization failed), `n_rhs < 1`, a value of `b` that is not
-/// finite; `TUTTI_ERROR_SINGULAR` when pivots were perturbed and refinement could not bring
-/// the backward error below 1e-10 (the matrix is singular to working precision).
+/// factored (or whose last factorization failed) or analysed for `TUTTI_DTYPE_COMPLEX128`
+/// (solve with `tutti_sparse_solve_c128`), `n_rhs < 1`, a value of `b` that is not finite;
+/// `TUTTI_ERROR_SINGULAR` when pivots were perturbed and refinement could not bring the
+/// backward error below 1e-10 (the matrix is singular to working precision).
 ///
 /// # Safety
 /// `handle` is NULL or a live handle; `b` holds `n * n_rhs` readable and writable doubles;
@@ -569,51 +824,36 @@ pub unsafe extern "C" fn tutti_sparse_solve(
     n_rhs: i64,
     info_out: *mut TuttiSparseSolveInfo,
 ) -> c_int {
-    ffi_call("tutti_sparse_solve", || {
-        // SAFETY: checked against the registry before it is read.
-        let handle = unsafe { handle_ref(handle, "handle") }?;
-        let state = handle.state();
-        let rhs = count_at_least(n_rhs, 1, "n_rhs")?;
-        let n = state.symbolic.unknowns();
-        let len = n.checked_mul(rhs).ok_or_else(|| {
-            Error::invalid_argument(format!(
-                "{n} unknowns times {rhs} right-hand sides overflow"
-            ))
-        })?;
-        let info_slot = if info_out.is_null() {
-            None
-        } else {
-            check_disjoint(&[
-                Region::output("b", b, len),
-                Region::output("info_out", info_out, 1),
-            ])?;
-            // SAFETY: not NULL; writable and disjoint from b (checked above).
-            Some(unsafe { Out::new(info_out, "info_out") }?)
-        };
-        let Some(factors) = &state.factors else {
-            return Err(Error::invalid_argument(
-                "argument `handle` holds no factorization: call tutti_sparse_factor first (or \
-                 again, after it failed)",
-            ));
-        };
-        // SAFETY: `b` holds n * n_rhs readable and writable doubles (the caller's promise).
-        let b = unsafe { output_slice(b, len, "b") }?;
-        let mut x = b.to_vec();
-        let info = match factors {
-            Factors::One(lu) => lu.solve_in_place(&mut x, rhs, &state.solve_options),
-            Factors::Split(lu) => {
-                lu.solve_in_place(&state.group, &mut x, rhs, &state.solve_options)
-            }
-        }
-        .map_err(sparse_error)?;
-        b.copy_from_slice(&x);
-        if let Some(slot) = info_slot {
-            slot.write(TuttiSparseSolveInfo {
-                refinements: c_int::try_from(info.refinements).unwrap_or(c_int::MAX),
-                backward_error: info.backward_error,
-            });
-        }
-        Ok(())
+    const FUNCTION: &str = "tutti_sparse_solve";
+    ffi_call(FUNCTION, || {
+        // SAFETY: the caller's promises are those of `solve` for f64.
+        unsafe { solve::<f64>(FUNCTION, handle, b, n_rhs, info_out) }
+    })
+}
+
+/// Solves `A X = B` in place with a complex handle's factors (`tutti_sparse_factor_c128`):
+/// `b` holds `n_rhs` complex right-hand sides column-major (`n x n_rhs` values, column k at
+/// value `k n`), `2 * n * n_rhs` doubles, each value's real part first (C99
+/// `double complex`), and receives X. Otherwise as `tutti_sparse_solve`: iterative
+/// refinement, the backward error in complex moduli, `b` written only on success.
+///
+/// Errors: as `tutti_sparse_solve`; `TUTTI_ERROR_INVALID_ARGUMENT` also for a handle
+/// analysed for `TUTTI_DTYPE_FLOAT64` (solve with `tutti_sparse_solve`).
+///
+/// # Safety
+/// `handle` is NULL or a live handle; `b` holds `2 * n * n_rhs` readable and writable
+/// doubles; `info_out` is NULL or writable and does not overlap `b`.
+#[no_mangle]
+pub unsafe extern "C" fn tutti_sparse_solve_c128(
+    handle: *mut TuttiSparse,
+    b: *mut f64,
+    n_rhs: i64,
+    info_out: *mut TuttiSparseSolveInfo,
+) -> c_int {
+    const FUNCTION: &str = "tutti_sparse_solve_c128";
+    ffi_call(FUNCTION, || {
+        // SAFETY: the caller's promises are those of `solve` for c64 (2 doubles a value).
+        unsafe { solve::<c64>(FUNCTION, handle, b, n_rhs, info_out) }
     })
 }
 
@@ -649,7 +889,12 @@ pub unsafe extern "C" fn tutti_sparse_info(
             largest_front: wide(s.largest_front),
             devices: c_int::try_from(state.group.size()).unwrap_or(c_int::MAX),
             factored: c_int::from(state.factors.is_some()),
-            perturbed_pivots: wide(state.factors.as_ref().map_or(0, Factors::perturbed_pivots)),
+            perturbed_pivots: wide(
+                state
+                    .factors
+                    .as_ref()
+                    .map_or(0, AnyFactors::perturbed_pivots),
+            ),
             device_bytes: state.plan.used(Tier::Device),
         });
         Ok(())

@@ -1,18 +1,20 @@
 //! The sparse factorization handle from Rust, called as C would: analyse, factor, refactor,
 //! solve and free; the same bits on 1, 2 and 4 simulated devices, from CSR or CSC arrays,
-//! 0- or 1-based; and every bad input a status with a message naming it.
+//! 0- or 1-based; complex128 handles (`_c128`) on a damped Helmholtz operator; and every bad
+//! input a status with a message naming it.
 
 use std::ffi::c_int;
 use std::ptr;
 
 use tutti::boundary::last_error;
 use tutti::{
-    tutti_sparse_analyse, tutti_sparse_factor, tutti_sparse_free, tutti_sparse_info,
-    tutti_sparse_options_default, tutti_sparse_solve, TuttiKind, TuttiSparse, TuttiSparseInfo,
-    TuttiSparseLayout, TuttiSparseOptions, TuttiSparseSolveInfo, TuttiStatus,
+    tutti_sparse_analyse, tutti_sparse_factor, tutti_sparse_factor_c128, tutti_sparse_free,
+    tutti_sparse_info, tutti_sparse_options_default, tutti_sparse_solve, tutti_sparse_solve_c128,
+    TuttiDtype, TuttiKind, TuttiSparse, TuttiSparseInfo, TuttiSparseLayout, TuttiSparseOptions,
+    TuttiSparseSolveInfo, TuttiStatus,
 };
-use tutti_sparse::models::convection_diffusion;
-use tutti_sparse::CsrMatrix;
+use tutti_sparse::models::{convection_diffusion, helmholtz};
+use tutti_sparse::{c64, CsrMatrix};
 
 const OK: c_int = TuttiStatus::TUTTI_OK as c_int;
 const INVALID: c_int = TuttiStatus::TUTTI_ERROR_INVALID_ARGUMENT as c_int;
@@ -401,4 +403,225 @@ fn a_factorization_too_large_for_one_capped_device_fits_on_four() {
     for handle in [one, four, handle] {
         assert_eq!(free(handle), OK);
     }
+}
+
+const COMPLEX128: c_int = TuttiDtype::TUTTI_DTYPE_COMPLEX128 as c_int;
+
+/// Default options for complex128 values on `devices` simulated devices.
+fn complex_options(devices: c_int) -> TuttiSparseOptions {
+    TuttiSparseOptions {
+        dtype: COMPLEX128,
+        ..options(devices)
+    }
+}
+
+/// Complex values as C gives them: `(re, im)` pairs of doubles.
+fn interleaved(values: &[c64]) -> Vec<f64> {
+    values.iter().flat_map(|z| [z.re, z.im]).collect()
+}
+
+fn factor_c128(handle: *mut TuttiSparse, values: &[c64]) -> c_int {
+    let packed = interleaved(values);
+    // SAFETY: a live handle and 2 * values.len() readable doubles.
+    unsafe { tutti_sparse_factor_c128(handle, packed.as_ptr(), values.len() as i64) }
+}
+
+/// Solves in complex128: `b` holds `rhs` columns of n complex values as (re, im) pairs.
+fn solve_c128(handle: *mut TuttiSparse, b: &mut [f64], rhs: i64) -> (c_int, TuttiSparseSolveInfo) {
+    let mut info = TuttiSparseSolveInfo::default();
+    // SAFETY: a live handle, `b` of 2 * n * rhs doubles, `info` writable.
+    let status = unsafe { tutti_sparse_solve_c128(handle, b.as_mut_ptr(), rhs, &mut info) };
+    (status, info)
+}
+
+/// `max_j ||A x_j - b_j||_inf / (||A||_inf ||x_j||_inf)` over `rhs` complex columns given
+/// as (re, im) pairs.
+fn complex_residual(a: &CsrMatrix<c64>, x: &[f64], b: &[f64]) -> f64 {
+    let n = a.rows();
+    let unpack =
+        |v: &[f64]| -> Vec<c64> { v.chunks_exact(2).map(|p| c64::new(p[0], p[1])).collect() };
+    let (x, b) = (unpack(x), unpack(b));
+    let mut ax = vec![c64::new(0.0, 0.0); n];
+    let mut worst = 0.0f64;
+    for (x, b) in x.chunks_exact(n).zip(b.chunks_exact(n)) {
+        a.matvec(x, &mut ax).expect("lengths");
+        let residual = ax
+            .iter()
+            .zip(b)
+            .fold(0.0f64, |m, (p, q)| m.max((p - q).norm()));
+        let scale = a.norm_inf() * x.iter().fold(0.0f64, |m, v| m.max(v.norm()));
+        worst = worst.max(residual / scale);
+    }
+    worst
+}
+
+#[test]
+fn complex_helmholtz_solves_to_the_same_bits_on_one_and_two_devices() {
+    // -Δu - (k^2 + iσ) u on a 24 x 20 grid (scaled by h^2): complex symmetric, indefinite,
+    // ||A^-1||_2 <= 1 / 0.05.
+    let a = helmholtz(&[24, 20], c64::new(0.5, 0.05)).expect("model");
+    let n = a.rows();
+    let (pointers, indices) = arrays(a.indptr(), a.indices(), 0);
+    // Two right-hand sides with complex entries everywhere, as (re, im) pairs.
+    let b: Vec<f64> = (0..2 * n)
+        .flat_map(|k| {
+            let t = k as f64 / n as f64;
+            [1.0 + (3.0 * t).sin(), (5.0 * t).cos() - 0.5]
+        })
+        .collect();
+    let mut first: Option<Vec<f64>> = None;
+    for devices in [1, 2] {
+        let handle =
+            analyse(n as i64, &pointers, &indices, &complex_options(devices)).expect("analyses");
+        assert_eq!(factor_c128(handle, a.values()), OK, "{}", last_error());
+        let mut x = b.clone();
+        let (status, solved) = solve_c128(handle, &mut x, 2);
+        assert_eq!(status, OK, "{}", last_error());
+        assert!(solved.backward_error < 1e-14, "{solved:?}");
+        // A backward-stable solve leaves a residual near eps relative to ||A|| ||x||
+        // (tutti-sparse's complex tests see 2e-16 to 4e-16); 1e-13 is far above rounding
+        // and far below any misread value (a swapped real and imaginary part gives O(1)).
+        let residual = complex_residual(&a, &x, &b);
+        println!("complex Helmholtz 24 x 20, {devices} device(s): residual {residual:.2e}");
+        assert!(residual <= 1e-13, "residual {residual:e}");
+        match &first {
+            None => first = Some(x),
+            Some(reference) => assert_eq!(&x, reference, "{devices} devices: other bits"),
+        }
+        let facts = info(handle);
+        assert_eq!((facts.factored, facts.devices), (1, devices));
+        assert_eq!(free(handle), OK);
+    }
+}
+
+#[test]
+fn a_complex_plan_counts_sixteen_bytes_per_entry() {
+    let a = helmholtz(&[10, 9, 8], c64::new(0.5, 0.05)).expect("model");
+    let (pointers, indices) = arrays(a.indptr(), a.indices(), 0);
+    let n = a.rows() as i64;
+    let real = analyse(n, &pointers, &indices, &options(2)).expect("fits");
+    let complex = analyse(n, &pointers, &indices, &complex_options(2)).expect("fits");
+    let (real_bytes, complex_bytes) = (info(real).device_bytes, info(complex).device_bytes);
+    assert_eq!(
+        complex_bytes,
+        2 * real_bytes,
+        "{complex_bytes} vs {real_bytes}"
+    );
+    // A cap between the two: the real factorization fits, the complex one is refused up
+    // front.
+    let cap = (real_bytes + complex_bytes) / 2;
+    let mut capped = options(2);
+    capped.resources.device_memory_bytes = cap;
+    let fits = analyse(n, &pointers, &indices, &capped).expect("the real plan fits");
+    capped.dtype = COMPLEX128;
+    let (status, message) = analyse(n, &pointers, &indices, &capped).expect_err("refused");
+    assert_eq!(status, OUT_OF_MEMORY, "{message}");
+    for handle in [real, complex, fits] {
+        assert_eq!(free(handle), OK);
+    }
+}
+
+#[test]
+fn calls_of_the_other_dtype_are_refused_by_name() {
+    // [[2, i], [0, 4]] and its real part.
+    let (p, i) = (vec![0i64, 2, 3], vec![0i64, 1, 1]);
+    let values = [c64::new(2.0, 0.0), c64::new(0.0, 1.0), c64::new(4.0, 0.0)];
+    let complex = analyse(2, &p, &i, &complex_options(1)).expect("analyses");
+    assert_eq!(factor(complex, &[2.0, 0.0, 4.0]), INVALID);
+    let message = last_error();
+    assert!(
+        message.starts_with("tutti_sparse_factor: ")
+            && message.contains("TUTTI_DTYPE_COMPLEX128")
+            && message.contains("call tutti_sparse_factor_c128"),
+        "{message}"
+    );
+    assert_eq!(factor_c128(complex, &values), OK, "{}", last_error());
+    let mut b = vec![1.0, 1.0];
+    assert_eq!(solve(complex, &mut b, 1).0, INVALID);
+    assert!(
+        last_error().contains("call tutti_sparse_solve_c128"),
+        "{}",
+        last_error()
+    );
+    assert_eq!(b, [1.0, 1.0], "b untouched");
+    // The refused solve left the factors: x = (1 + i, 1) for b = A x = (2 + 3i, 4).
+    let mut b = vec![2.0, 3.0, 4.0, 0.0];
+    let (status, _) = solve_c128(complex, &mut b, 1);
+    assert_eq!(status, OK, "{}", last_error());
+    assert_eq!(b, [1.0, 1.0, 1.0, 0.0]);
+
+    let real = analyse(2, &p, &i, &options(1)).expect("analyses");
+    assert_eq!(factor_c128(real, &values), INVALID);
+    let message = last_error();
+    assert!(
+        message.starts_with("tutti_sparse_factor_c128: ")
+            && message.contains("TUTTI_DTYPE_FLOAT64")
+            && message.contains("call tutti_sparse_factor instead"),
+        "{message}"
+    );
+    assert_eq!(factor(real, &[2.0, 1.0, 4.0]), OK);
+    let mut b = vec![1.0, 0.0, 1.0, 0.0];
+    assert_eq!(solve_c128(real, &mut b, 1).0, INVALID);
+    assert!(
+        last_error().contains("call tutti_sparse_solve instead"),
+        "{}",
+        last_error()
+    );
+    assert_eq!(b, [1.0, 0.0, 1.0, 0.0], "b untouched");
+
+    // A dtype that is neither.
+    let bad = TuttiSparseOptions {
+        dtype: 2,
+        ..options(1)
+    };
+    let (status, message) = analyse(2, &p, &i, &bad).expect_err("refused");
+    assert_eq!(status, INVALID, "{message}");
+    assert!(message.contains("options->dtype is 2"), "{message}");
+    for handle in [complex, real] {
+        assert_eq!(free(handle), OK);
+    }
+}
+
+#[test]
+fn non_finite_complex_values_are_refused() {
+    let a = helmholtz(&[5, 4], c64::new(0.5, 0.05)).expect("model");
+    let (pointers, indices) = arrays(a.indptr(), a.indices(), 0);
+    let handle = analyse(a.rows() as i64, &pointers, &indices, &complex_options(1)).expect("ok");
+    assert_eq!(factor_c128(handle, a.values()), OK, "{}", last_error());
+    // A NaN imaginary part of a finite real part.
+    let mut bad = a.values().to_vec();
+    bad[7].im = f64::NAN;
+    assert_eq!(factor_c128(handle, &bad), INVALID);
+    let message = last_error();
+    let row = a.indptr().partition_point(|&start| start <= 7) - 1;
+    let col = a.indices()[7];
+    assert!(
+        message.contains(&format!("entry ({row}, {col}) is NaN")),
+        "{message}"
+    );
+    // No stale factors after the failure.
+    assert_eq!(info(handle).factored, 0);
+    let mut b = vec![1.0; 2 * a.rows()];
+    assert_eq!(solve_c128(handle, &mut b, 1).0, INVALID);
+    assert!(
+        last_error().contains("call tutti_sparse_factor_c128 first"),
+        "{}",
+        last_error()
+    );
+    // An infinite real part; then a right-hand side with an infinite imaginary part.
+    bad[7] = c64::new(f64::INFINITY, 0.0);
+    assert_eq!(factor_c128(handle, &bad), INVALID);
+    assert!(last_error().contains("inf"), "{}", last_error());
+    assert_eq!(factor_c128(handle, a.values()), OK);
+    b[3] = f64::NEG_INFINITY;
+    assert_eq!(solve_c128(handle, &mut b, 1).0, INVALID);
+    assert!(last_error().contains("finite"), "{}", last_error());
+    assert_eq!(b[3], f64::NEG_INFINITY, "b untouched");
+    // NULL values and a wrong count.
+    // SAFETY: NULL values are checked before any read.
+    let status = unsafe { tutti_sparse_factor_c128(handle, ptr::null(), a.nnz() as i64) };
+    assert_eq!(status, NULL);
+    assert_eq!(factor_c128(handle, &a.values()[1..]), INVALID);
+    assert!(last_error().contains("entries"), "{}", last_error());
+    assert_eq!(free(handle), OK);
 }

@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use tutti_backend::{format_bytes, GpuUse, Resources};
 use tutti_group::{Group, RunError};
 use tutti_plan::npy::{self, NpyError};
-use tutti_plan::{ObjectSpec, Plan, Planner, Tier};
+use tutti_plan::Tier;
 use tutti_sparse::ordering::{
     grid_dissection, metis_dissection, nested_dissection, Grid, OrderingOptions,
 };
@@ -549,7 +549,7 @@ fn run_info(args: &InfoArgs, json: bool) -> Result<(), Failure> {
 }
 
 /// `tutti sparse info` in `T`: the matrix read or built in `T` and its memory planned at
-/// `size_of::<T>()` bytes per entry ([`plan_in`]).
+/// `size_of::<T>()` bytes per entry ([`tutti_sparse::plan_for`]).
 fn info_in<T: Field>(problem: &Problem, json: bool, started: Instant) -> Result<(), Failure> {
     let analysed = analyse_problem::<T>(problem)?;
     let symbolic = &analysed.symbolic;
@@ -559,11 +559,13 @@ fn info_in<T: Field>(problem: &Problem, json: bool, started: Instant) -> Result<
     for count in INFO_DEVICE_COUNTS {
         let resources = Resources::cpu(count);
         let devices = resources.select_for(GPU_USE)?;
-        per_device.push(match plan_in::<T>(symbolic, count, &devices, &resources) {
-            Ok(plan) => (count, Ok(plan.used(Tier::Device))),
-            Err(SparseError::Plan(refusal)) => (count, Err(refusal.to_string())),
-            Err(other) => return Err(other.into()),
-        });
+        per_device.push(
+            match tutti_sparse::plan_for::<T>(symbolic, count, &devices, &resources) {
+                Ok(plan) => (count, Ok(plan.used(Tier::Device))),
+                Err(SparseError::Plan(refusal)) => (count, Err(refusal.to_string())),
+                Err(other) => return Err(other.into()),
+            },
+        );
     }
     let s = symbolic.statistics();
     if json {
@@ -811,41 +813,6 @@ fn declares_complex(path: &Path) -> bool {
     )
 }
 
-/// The memory plan of factoring `symbolic` in `T` on `ranks` ranks: [`tutti_sparse::plan`]'s
-/// (real) objects, each entry counted at `size_of::<T>()` bytes (16 for complex, as a complex
-/// [`SplitFactorization`] plans its own), within the same budget. A plan the real entries
-/// do not fit is refused with the real plan's numbers.
-///
-/// Errors: those of [`tutti_sparse::plan`], and [`SparseError::Plan`] when the entries of
-/// `T` do not fit.
-fn plan_in<T: Scalar>(
-    symbolic: &Symbolic,
-    ranks: usize,
-    devices: &[tutti_backend::Device],
-    resources: &Resources,
-) -> Result<Plan, SparseError> {
-    let real = tutti_sparse::plan(symbolic, ranks, devices, resources)?;
-    let entry_bytes = std::mem::size_of::<T>() as u64;
-    if entry_bytes == std::mem::size_of::<f64>() as u64 {
-        return Ok(real);
-    }
-    // Every object of the real plan counts f64 entries.
-    let objects: Vec<ObjectSpec> = real
-        .placements()
-        .iter()
-        .map(|placement| {
-            let object = &placement.object;
-            ObjectSpec::new(object.name(), entry_bytes, object.count(), object.scope())
-                .first_used_at(object.first_use())
-                .no_slower_than(object.slowest_tier())
-        })
-        .collect();
-    Planner::new(*real.budget())
-        .with_headroom(*real.headroom())
-        .plan(&objects)
-        .map_err(SparseError::Plan)
-}
-
 /// `max_j ||A x_j - b_j||_inf / (||A||_inf ||x_j||_inf)` over the columns of `x` and `b`
 /// (column-major, `n` rows), from the matrix itself (not the solver's refinement).
 fn relative_residual<T: Scalar>(a: &CsrMatrix<T>, x: &[T], b: &[T]) -> Result<f64, Failure> {
@@ -998,7 +965,7 @@ fn solve_in<T: Field>(
     let group = processes.group(&requested, GPU_USE)?;
     // The plan is checked against the devices and caps before any numeric work, on one
     // device as on several.
-    let plan = plan_in::<T>(symbolic, group.size(), group.devices(), &resources)?;
+    let plan = tutti_sparse::plan_for::<T>(symbolic, group.size(), group.devices(), &resources)?;
     if args.plan {
         processes.refuse_spanning("tutti sparse solve --plan")?;
         if json {

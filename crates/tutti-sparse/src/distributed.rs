@@ -334,12 +334,11 @@ impl<T: Scalar> SplitFactorization<T> {
         options: FactorOptions,
         resources: &Resources,
     ) -> Result<Self, SparseError> {
-        let plan = group.before_run(crate::footprint::plan_entries(
+        let plan = group.before_run(crate::footprint::plan_for::<T>(
             &symbolic,
             group.size(),
             group.devices(),
             resources,
-            std::mem::size_of::<T>() as u64,
         ))?;
         let parts = group
             .run(|comm| factor_on(comm, Arc::clone(&symbolic), a, options))

@@ -9,7 +9,7 @@ use tutti_plan::{Budget, ObjectSpec, Plan, Planner, Tier};
 
 use crate::mapping::Mapping;
 use crate::symbolic::Symbolic;
-use crate::SparseError;
+use crate::{Scalar, SparseError};
 
 const F64: u64 = std::mem::size_of::<f64>() as u64;
 
@@ -91,7 +91,7 @@ pub(crate) fn rank_footprint(symbolic: &Symbolic, mapping: &Mapping, rank: usize
 /// `devices` (this process's devices) within the caps of `resources`: per device, the
 /// largest rank's factors and working set, and the solve's vectors; all on the device tier.
 /// A complex factorization ([`crate::SplitFactorization`] of a `CsrMatrix<c64>`) plans the
-/// same entries at 16 bytes each.
+/// same entries at 16 bytes each ([`plan_for`]).
 ///
 /// Errors: [`SparseError::Plan`] when a rank's part does not fit (the planner's numbers),
 /// or the devices' memory cannot be read.
@@ -102,6 +102,26 @@ pub fn plan(
     resources: &Resources,
 ) -> Result<Plan, SparseError> {
     plan_entries(symbolic, ranks, devices, resources, F64)
+}
+
+/// [`plan`] for a factorization in `T`: the same entries, each counted at
+/// `size_of::<T>()` bytes (8 for `f64`, 16 for [`crate::c64`]), as
+/// [`crate::SplitFactorization`] plans its own.
+///
+/// Errors: as [`plan`].
+pub fn plan_for<T: Scalar>(
+    symbolic: &Symbolic,
+    ranks: usize,
+    devices: &[Device],
+    resources: &Resources,
+) -> Result<Plan, SparseError> {
+    plan_entries(
+        symbolic,
+        ranks,
+        devices,
+        resources,
+        std::mem::size_of::<T>() as u64,
+    )
 }
 
 /// [`plan`] for entries of `entry_bytes` bytes (8 real, 16 complex).

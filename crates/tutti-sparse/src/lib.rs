@@ -110,7 +110,7 @@ pub use distributed::{factor_on, solve_on, RankFactors, SplitFactorization};
 pub use error::SparseError;
 /// faer's complex double, `num_complex::Complex<f64>`: the complex [`Scalar`].
 pub use faer::c64;
-pub use footprint::plan;
+pub use footprint::{plan, plan_for};
 pub use graph::Graph;
 pub use numeric::{FactorOptions, Factorization};
 pub use scalar::Scalar;
