@@ -14,10 +14,14 @@
 //! ([`FockBuilder::with_density_screening`]); every [`ScfOptions::full_rebuild_every`]-th
 //! build is from the whole density, which bounds the drift of the sums. Converged when,
 //! between two iterations, the energy changes by less than [`ScfOptions::energy_tolerance`]
-//! and no density element by more than [`ScfOptions::density_tolerance`]. The density
-//! change is known before an iteration's build, and a build after a change within the
-//! tolerance is always a full one, so the converged energy and orbitals are those of a full
-//! build.
+//! and no density element by more than [`ScfOptions::density_tolerance`] (the default), or,
+//! with [`ScfOptions::gradient_tolerance`] set, when the energy changes that little and the
+//! orbital gradient of the iteration's Fock matrix and density is below it (PySCF's
+//! criterion). The density change is known before an iteration's build, and a build after a
+//! change within the tolerance (or after an orbital gradient within ten times its
+//! tolerance) is always a full one; an iteration that meets the criteria on an incremental
+//! build does not stop the SCF but makes the next build a full one. So the converged energy
+//! and orbitals are always those of a full build.
 //!
 //! On a group of ranks ([`ScfOptions::resources`]) every rank runs this driver, replicated;
 //! each J/K build is split among the ranks ([`FockBuilder::partial`]: its share of the bra
@@ -40,6 +44,11 @@ use crate::fock::{CoulombExchange, FockBuilder};
 use crate::integrals::{kinetic, nuclear_attraction, overlap, EriEngine};
 use crate::molecule::Molecule;
 
+/// With [`ScfOptions::gradient_tolerance`], an iteration whose orbital gradient is within
+/// this many times the tolerance makes the next build a full one: the gradient falls about
+/// tenfold per DIIS iteration near convergence, so the build that converges is full.
+const GRADIENT_LOOKAHEAD: f64 = 10.0;
+
 /// SCF settings. Defaults: energy 1e-10 Eh, density 1e-8, 128 iterations, the atomic-density
 /// guess, 8 DIIS vectors from the first iteration, a full J/K rebuild every 8th build
 /// (incremental builds in between), Schwarz threshold 1e-14, linear dependence 1e-9,
@@ -52,6 +61,16 @@ pub struct ScfOptions {
     pub energy_tolerance: f64,
     /// Largest change of any density-matrix element between the last two iterations.
     pub density_tolerance: f64,
+    /// When set, the SCF converges on the orbital gradient instead of the density change:
+    /// when the energy changes by less than [`ScfOptions::energy_tolerance`] and the
+    /// orbital gradient is below this. The orbital gradient is the norm PySCF's
+    /// `conv_tol_grad` bounds: the Frobenius norm of the occupied-virtual block of the MO
+    /// Fock matrix times two, `|X^T (F P S - S P F) X|_F / sqrt(2)`. PySCF's default,
+    /// `sqrt(conv_tol)`, is 1e-5 for `conv_tol` 1e-10: its energy is then within about 1e-10
+    /// Eh of the converged one (the error is quadratic in the gradient), but orbitals and
+    /// density only to about the gradient, too loose for a basis-set gradient. Default
+    /// `None`.
+    pub gradient_tolerance: Option<f64>,
     /// Iteration limit; [`AdjointError::NotConverged`] beyond it.
     pub max_iterations: usize,
     /// DIIS subspace size (0 or 1 disables DIIS).
@@ -152,6 +171,7 @@ impl Default for ScfOptions {
         Self {
             energy_tolerance: 1e-10,
             density_tolerance: 1e-8,
+            gradient_tolerance: None,
             max_iterations: 128,
             diis_vectors: 8,
             diis_start: 1,
@@ -196,6 +216,13 @@ impl ScfOptions {
     /// The defaults with another iteration limit.
     pub fn with_max_iterations(mut self, iterations: usize) -> Self {
         self.max_iterations = iterations;
+        self
+    }
+
+    /// These options converging on the orbital gradient (see
+    /// [`ScfOptions::gradient_tolerance`]; `None` converges on the density change).
+    pub fn with_gradient_tolerance(mut self, tolerance: Option<f64>) -> Self {
+        self.gradient_tolerance = tolerance;
         self
     }
 
@@ -266,6 +293,9 @@ pub struct RhfResult {
     pub delta_energy: f64,
     /// Last largest density change.
     pub delta_density: f64,
+    /// The orbital gradient of the converged iteration's Fock matrix and density (the norm
+    /// of [`ScfOptions::gradient_tolerance`]).
+    pub orbital_gradient: f64,
     /// Where the time went.
     pub timings: Timings,
 }
@@ -476,15 +506,26 @@ pub(crate) fn scf_rank(
     let mut previous_energy = f64::NAN;
     let mut delta_energy = f64::INFINITY;
     let mut delta_density = f64::INFINITY;
+    let mut orbital_gradient = f64::INFINITY;
+    // The last iteration met the criteria on an incremental build: the next is a full one.
+    let mut confirm = false;
     for iteration in 1..=options.max_iterations {
         Fault::strike(options.fault, rank, FaultPoint::FockBuild(iteration))?;
         let fock_start = Instant::now();
         // An iteration can only converge when the density change that led to it is within
         // tolerance, known before the build: such an iteration's build is a full one, so the
         // final energy is always that of a full build.
+        let near_convergence = match options.gradient_tolerance {
+            None => delta_density < options.density_tolerance,
+            Some(tolerance) => {
+                delta_density < options.density_tolerance
+                    || orbital_gradient < GRADIENT_LOOKAHEAD * tolerance
+            }
+        };
         let full = built.is_none()
             || incremental_builds + 1 >= rebuild_every
-            || delta_density < options.density_tolerance;
+            || near_convergence
+            || confirm;
         let build = |matrix: MatRef<'_, f64>| -> Result<CoulombExchange> {
             if options.serial_fock {
                 return Ok(builder.serial(matrix));
@@ -530,8 +571,21 @@ pub(crate) fn scf_rank(
                 },
             );
         }
-        if delta_energy < options.energy_tolerance && delta_density < options.density_tolerance {
-            debug_assert!(full, "a converged iteration's build is a full one");
+        // The DIIS error, the commutator in the orthogonal basis: its norm is the orbital
+        // gradient.
+        let error = pool.install(|| {
+            let fps = &fock * &density * s;
+            let commutator = &fps - fps.transpose();
+            x.transpose() * &commutator * x
+        });
+        orbital_gradient = error.norm_l2() / std::f64::consts::SQRT_2;
+        let converged = delta_energy < options.energy_tolerance
+            && match options.gradient_tolerance {
+                None => delta_density < options.density_tolerance,
+                Some(tolerance) => orbital_gradient < tolerance,
+            };
+        confirm = converged && !full;
+        if converged && full {
             let (orbital_energies, mut coefficients) =
                 pool.install(|| diagonalize(fock.as_ref(), x.as_ref()))?;
             agree(comm, &mut coefficients)?;
@@ -553,15 +607,13 @@ pub(crate) fn scf_rank(
                 devices: ranks,
                 delta_energy,
                 delta_density,
+                orbital_gradient,
                 timings,
             });
         }
         previous_energy = energy;
         let diis_iteration = iteration >= options.diis_start;
         let mut next = pool.install(|| {
-            let fps = &fock * &density * s;
-            let commutator = &fps - fps.transpose();
-            let error = x.transpose() * &commutator * x;
             let extrapolated = if diis_iteration {
                 diis.extrapolate(fock, error)
             } else {
@@ -593,6 +645,9 @@ pub(crate) fn validate(options: &ScfOptions) -> Result<()> {
     };
     positive("energy_tolerance", options.energy_tolerance)?;
     positive("density_tolerance", options.density_tolerance)?;
+    if let Some(tolerance) = options.gradient_tolerance {
+        positive("gradient_tolerance", tolerance)?;
+    }
     positive("linear_dependence", options.linear_dependence)?;
     if !(options.schwarz_threshold.is_finite() && options.schwarz_threshold >= 0.0) {
         return Err(invalid(

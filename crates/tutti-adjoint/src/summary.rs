@@ -49,6 +49,8 @@ pub struct EnergySummary {
     pub delta_energy: f64,
     /// Last largest density change.
     pub delta_density: f64,
+    /// The converged iteration's orbital gradient ([`crate::ScfOptions::gradient_tolerance`]).
+    pub orbital_gradient: f64,
     /// HOMO energy, hartree (absent without occupied orbitals).
     pub homo: Option<f64>,
     /// LUMO energy, hartree (absent without virtual orbitals).
@@ -84,6 +86,7 @@ impl EnergySummary {
             iterations: result.iterations,
             delta_energy: result.delta_energy,
             delta_density: result.delta_density,
+            orbital_gradient: result.orbital_gradient,
             homo: result
                 .occupied
                 .checked_sub(1)

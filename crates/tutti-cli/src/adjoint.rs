@@ -92,6 +92,12 @@ struct EnergyArgs {
     /// fit.
     #[arg(long)]
     plan: bool,
+    /// Converge on the orbital gradient instead of the density change: stop when the energy
+    /// changes by less than 1e-10 Eh and the orbital gradient (the norm PySCF's
+    /// `conv_tol_grad` bounds) is below G. PySCF's default for `conv_tol` 1e-10 is 1e-5.
+    /// Default: converge when no density element changes by more than 1e-8.
+    #[arg(long, value_name = "G")]
+    gradient_tolerance: Option<f64>,
 }
 
 /// Options of `tutti adjoint gradient`.
@@ -332,11 +338,14 @@ fn run_energy(args: &EnergyArgs, processes: &Processes, json: bool) -> Result<()
     let start = Instant::now();
     let (molecule, basis_set, basis) = load_input(&args.molecule)?;
     let input_seconds = start.elapsed().as_secs_f64();
-    let options = args
-        .molecule
-        .scf_options(ScfOptions::default().with_resources(args.devices.resources()));
+    let options = args.molecule.scf_options(
+        ScfOptions::default()
+            .with_resources(args.devices.resources())
+            .with_gradient_tolerance(args.gradient_tolerance),
+    );
     let mut inputs = args.molecule.to_json(&args.devices);
     inputs["plan"] = args.plan.into();
+    inputs["gradient_tolerance"] = args.gradient_tolerance.into();
     if args.plan {
         processes.refuse_spanning("tutti adjoint energy --plan")?;
         let plan = plan(&molecule, &basis, &options)?;
@@ -379,8 +388,8 @@ fn run_energy(args: &EnergyArgs, processes: &Processes, json: bool) -> Result<()
         println!("  HOMO, LUMO    = {homo:.6}, {lumo:.6} Eh");
     }
     println!(
-        "  converged in {} iterations (last dE {:.1e} Eh, dP {:.1e})",
-        summary.iterations, summary.delta_energy, summary.delta_density
+        "  converged in {} iterations (last dE {:.1e} Eh, dP {:.1e}, orbital gradient {:.1e})",
+        summary.iterations, summary.delta_energy, summary.delta_density, summary.orbital_gradient
     );
     let devices = match summary.devices {
         1 => "1 device".to_string(),
@@ -429,6 +438,7 @@ mod tests {
             molecule: molecule(xyz, basis),
             devices: two_devices(),
             plan: false,
+            gradient_tolerance: None,
         }
     }
 
