@@ -232,16 +232,22 @@ impl EriEngine {
         }
         let mut e = [Vec::new(), Vec::new(), Vec::new()];
         let mut primitives = Vec::new();
-        for (&ea, &da) in set_a.exponents.iter().zip(&set_a.weights) {
-            for (&eb, &db) in set_b.exponents.iter().zip(&set_b.weights) {
-                if da == 0.0 || db == 0.0 {
+        // A set paired with itself: primitives (i, j) and (j, i) make one Gaussian product
+        // on one centre, x^(ca + cb) exp(-p x^2) per axis, so one of them, counted twice,
+        // stands for both (n (n + 1) / 2 primitive pairs instead of n^2).
+        let same_set = a == b;
+        for (i, (&ea, &da)) in set_a.exponents.iter().zip(&set_a.weights).enumerate() {
+            for (j, (&eb, &db)) in set_b.exponents.iter().zip(&set_b.weights).enumerate() {
+                if da == 0.0 || db == 0.0 || (same_set && j > i) {
                     continue;
                 }
+                let multiplicity = if same_set && j < i { 2.0 } else { 1.0 };
                 let p = ea + eb;
                 for axis in 0..3 {
                     expansion(la, lb, ea, eb, separation[axis], &mut e[axis]);
                 }
-                let weight = da
+                let weight = multiplicity
+                    * da
                     * db
                     * set_a.diagonal_scale.unwrap_or(1.0)
                     * set_b.diagonal_scale.unwrap_or(1.0);
