@@ -102,6 +102,10 @@ struct TuttiRun {
     label: &'static str,
     method: OrderingMethod,
     analyse: Best,
+    /// One device with every core: its factor time, and whether every round's solution had
+    /// the bits of the sequential one.
+    threaded_factor: Best,
+    threaded_bits_equal: bool,
     statistics: Option<Statistics>,
     perturbed: usize,
     devices: Vec<DeviceRun>,
@@ -168,15 +172,29 @@ fn tutti_round(
     a: &CsrMatrix,
     b: &[f64],
     groups: &[Group],
+    pools: &(rayon::ThreadPool, rayon::ThreadPool),
 ) -> Result<(), Box<dyn Error>> {
     let (seconds, symbolic) = timed(|| analyse(a, &run.method));
     let symbolic = symbolic?;
     run.analyse.keep(seconds);
     run.statistics = Some(symbolic.statistics());
 
-    let (seconds, lu) =
-        timed(|| Factorization::new(Arc::clone(&symbolic), a, FactorOptions::default()));
+    // One device on one thread (the sequential baseline), then on every core (independent
+    // subtrees and large fronts' updates on the device's threads).
+    let (seconds, lu) = timed(|| {
+        pools
+            .0
+            .install(|| Factorization::new(Arc::clone(&symbolic), a, FactorOptions::default()))
+    });
     let lu = lu?;
+    let (threaded_seconds, threaded) = timed(|| {
+        pools
+            .1
+            .install(|| Factorization::new(Arc::clone(&symbolic), a, FactorOptions::default()))
+    });
+    run.threaded_factor.keep(threaded_seconds);
+    let mut threaded_x = b.to_vec();
+    threaded?.solve_in_place(&mut threaded_x, 1, &SolveOptions::default())?;
     run.perturbed = lu.perturbed_pivots();
     let mut x = b.to_vec();
     let (solve_seconds, info) = timed(|| lu.solve_in_place(&mut x, 1, &SolveOptions::default()));
@@ -190,6 +208,7 @@ fn tutti_round(
     one.solve.keep(solve_seconds);
     one.backward_error = info.backward_error;
     one.refinements = info.refinements;
+    run.threaded_bits_equal &= bitwise_equal(&threaded_x, &x);
 
     for (slot, group) in split_runs.iter_mut().zip(groups) {
         let resources = Resources::cpu(slot.devices);
@@ -293,6 +312,8 @@ fn run_case(case: &Case, groups: &[Group]) -> Result<Value, Box<dyn Error>> {
                 leaf_size: LEAF_SIZE,
             },
             analyse: Best::new(),
+            threaded_factor: Best::new(),
+            threaded_bits_equal: true,
             statistics: None,
             perturbed: 0,
             devices: device_runs(),
@@ -304,6 +325,8 @@ fn run_case(case: &Case, groups: &[Group]) -> Result<Value, Box<dyn Error>> {
                 block: case.species,
             }),
             analyse: Best::new(),
+            threaded_factor: Best::new(),
+            threaded_bits_equal: true,
             statistics: None,
             perturbed: 0,
             devices: device_runs(),
@@ -319,6 +342,11 @@ fn run_case(case: &Case, groups: &[Group]) -> Result<Value, Box<dyn Error>> {
         x: Vec::new(),
     };
     let cores = tutti_backend::system::host_cores();
+    // One thread, and one device's worth: every core.
+    let pools = (
+        rayon::ThreadPoolBuilder::new().num_threads(1).build()?,
+        rayon::ThreadPoolBuilder::new().num_threads(cores).build()?,
+    );
     let mut faer = [
         faer_run("all_cores", Par::rayon(0)),
         faer_run("sequential", Par::Seq),
@@ -328,7 +356,7 @@ fn run_case(case: &Case, groups: &[Group]) -> Result<Value, Box<dyn Error>> {
     for round in 0..ROUNDS {
         let started = Instant::now();
         for run in &mut tutti {
-            tutti_round(run, a, &b, groups)?;
+            tutti_round(run, a, &b, groups, &pools)?;
         }
         for run in &mut faer {
             faer_round(run, &faer_matrix, &b)?;
@@ -459,6 +487,28 @@ fn run_case(case: &Case, groups: &[Group]) -> Result<Value, Box<dyn Error>> {
                     )
                 })
                 .collect();
+            if d.devices == 1 {
+                // The same device on every core.
+                let factor = run.threaded_factor.0;
+                println!(
+                    "  {:<22} {:>9} {:>9} {:>9} {:>9} {:>8.2} {:>9} {:>6} {:>6} {:>15} {:>15}",
+                    format!("tutti {} 1 dev {cores} thr", run.label),
+                    ms(run.analyse.0),
+                    ms(factor),
+                    ms(run.analyse.0 + factor),
+                    "-",
+                    statistics.factor_flops / factor / 1e9,
+                    "-",
+                    "-",
+                    if run.threaded_bits_equal {
+                        "same"
+                    } else {
+                        "DIFFER"
+                    },
+                    format!("{:.2}x seq", d.factor.0 / factor),
+                    "",
+                );
+            }
             device_rows.push(json!({
                 "devices": d.devices,
                 "factor_seconds": d.factor.0,
@@ -487,6 +537,12 @@ fn run_case(case: &Case, groups: &[Group]) -> Result<Value, Box<dyn Error>> {
             "largest_contribution": statistics.largest_contribution,
             "perturbed_pivots": run.perturbed,
             "relative_difference_from_faer": difference,
+            "one_device_all_cores": {
+                "threads": cores,
+                "factor_seconds": run.threaded_factor.0,
+                "speedup_over_one_thread": one.factor.0 / run.threaded_factor.0,
+                "bits_equal_one_thread": run.threaded_bits_equal,
+            },
             "devices": device_rows,
         }));
     }

@@ -891,7 +891,15 @@ fn factor_and_solve<T: Field>(
     }
     let factored = Instant::now();
     let (info, perturbed, factor_seconds, solve_seconds) = if group.size() == 1 {
-        let lu = Factorization::new(Arc::clone(symbolic), a, FactorOptions::default())?;
+        // The device's threads factor independent subtrees and large fronts' updates.
+        let pool = group
+            .devices()
+            .first()
+            .ok_or_else(|| Failure::computation("the group has no device in this process"))?
+            .thread_pool()
+            .map_err(|error| Failure::computation(format!("the device's threads: {error}")))?;
+        let lu =
+            pool.install(|| Factorization::new(Arc::clone(symbolic), a, FactorOptions::default()))?;
         let factor_seconds = factored.elapsed().as_secs_f64();
         let solved = Instant::now();
         let info = lu.solve_in_place(&mut x, rhs.count, &options)?;

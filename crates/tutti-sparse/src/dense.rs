@@ -132,24 +132,80 @@ pub(crate) fn update_block<T: Scalar>(
     panel: Range<usize>,
     columns: Range<usize>,
 ) {
-    let (k0, done) = (panel.start, panel.end);
-    let nb = done - k0;
-    let whole = MatMut::from_column_major_slice_mut(dense, m, m);
-    let (top_left, top_right, bottom_left, bottom_right) = whole.split_at_mut(done, done);
-    let width = columns.len();
-    let offset = columns.start - done;
-    let panel_lower = top_left.rb().submatrix(k0, k0, nb, nb);
-    let mut panel_rows = top_right.submatrix_mut(k0, offset, nb, width);
+    let (left, right) = dense.split_at_mut(columns.start * m);
+    let panel_columns = &left[panel.start * m..panel.end * m];
+    let block = &mut right[..columns.len() * m];
+    update_columns(panel_columns, block, m, panel.start);
+}
+
+/// [`update_block`] on slices: `panel_columns` holds the panel's columns (`m x nb`,
+/// column-major, the panel starting at row and column `k0`), `block` the columns to update
+/// (`m x width`).
+fn update_columns<T: Scalar>(panel_columns: &[T], block: &mut [T], m: usize, k0: usize) {
+    let nb = panel_columns.len() / m;
+    let done = k0 + nb;
+    let width = block.len() / m;
+    let panel = MatRef::from_column_major_slice(panel_columns, m, nb);
+    let panel_lower = panel.submatrix(k0, 0, nb, nb);
+    let below: MatRef<'_, T> = panel.submatrix(done, 0, m - done, nb);
+    let columns = MatMut::from_column_major_slice_mut(block, m, width);
+    let (top, bottom) = columns.split_at_row_mut(done);
+    let mut panel_rows = top.subrows_mut(k0, nb);
     solve_unit_lower_triangular_in_place(panel_lower, panel_rows.rb_mut(), Par::Seq);
-    let below: MatRef<'_, T> = bottom_left.rb().submatrix(0, k0, m - done, nb);
     matmul(
-        bottom_right.submatrix_mut(0, offset, m - done, width),
+        bottom,
         Accum::Add,
         below,
         panel_rows.rb(),
         T::from_real(-1.0),
         Par::Seq,
     );
+}
+
+/// Multiply-adds of a panel's update below which its column blocks are updated on one
+/// thread: a rayon task costs microseconds.
+const PARALLEL_UPDATE: usize = 1 << 22;
+
+/// Swaps the panel's pivot rows in the columns right of it and updates them, block by
+/// block ([`update_block`] on each block of [`column_blocks`]); the blocks on the current
+/// rayon pool's threads when the update is large. Each block sees the same kernel calls
+/// either way, so the bits are those of one thread.
+fn update_trailing<T: Scalar>(dense: &mut [T], m: usize, panel: Range<usize>, swaps: &[usize]) {
+    let done = panel.end;
+    let (left, right) = dense.split_at_mut(done * m);
+    let panel_columns = &left[panel.start * m..];
+    let mut blocks: Vec<&mut [T]> = Vec::new();
+    let mut rest = right;
+    for block in column_blocks(done, m) {
+        let (head, tail) = rest.split_at_mut(block.len() * m);
+        blocks.push(head);
+        rest = tail;
+    }
+    let update = |block: &mut &mut [T]| {
+        swap_rows(block, m, panel.start, swaps);
+        update_columns(panel_columns, block, m, panel.start);
+    };
+    let work = (m - done)
+        .saturating_mul(m - done)
+        .saturating_mul(panel.len());
+    if work >= PARALLEL_UPDATE && rayon::current_num_threads() > 1 {
+        use rayon::prelude::*;
+        blocks.par_iter_mut().for_each(update);
+    } else {
+        blocks.iter_mut().for_each(update);
+    }
+}
+
+/// Swaps rows `k0 + i` and `swaps[i]`, in order, in every column of `columns` (`m` rows
+/// each, column-major).
+fn swap_rows<T: Scalar>(columns: &mut [T], m: usize, k0: usize, swaps: &[usize]) {
+    for column in columns.chunks_exact_mut(m) {
+        for (i, &best) in swaps.iter().enumerate() {
+            if best != k0 + i {
+                column.swap(k0 + i, best);
+            }
+        }
+    }
 }
 
 /// Eliminates a front's fully summed unknowns on one rank; returns its factors, its
@@ -167,10 +223,7 @@ pub(crate) fn factor_front<T: Scalar>(
         let (panel_swaps, count) = factor_panel(dense, m, p, panel.clone(), pivoting);
         perturbed += count;
         apply_swaps(dense, m, panel.start, &panel_swaps, 0..panel.start);
-        apply_swaps(dense, m, panel.start, &panel_swaps, panel.end..m);
-        for block in column_blocks(panel.end, m) {
-            update_block(dense, m, panel.clone(), block);
-        }
+        update_trailing(dense, m, panel.clone(), &panel_swaps);
         swaps.extend(panel_swaps);
     }
     let (factor, contribution) = extract(dense, front, swaps);
@@ -207,6 +260,55 @@ pub(crate) fn extract<T: Scalar>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A front large enough that its updates run on the pool's threads
+    /// ([`PARALLEL_UPDATE`]) is factored with the bits of one thread.
+    #[test]
+    fn a_front_updated_on_several_threads_has_the_bits_of_one() {
+        let (pivots, update) = (450, 70);
+        let m = pivots + update;
+        assert!((m - PANEL) * (m - PANEL) * PANEL >= PARALLEL_UPDATE);
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let assembled: Vec<f64> = (0..m * m)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (state >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+            })
+            .collect();
+        let front = Front {
+            first: 0,
+            pivots,
+            update: (pivots..m).collect(),
+            children: Vec::new(),
+            in_parent: Vec::new(),
+        };
+        let pivoting = Pivoting {
+            tiny: 1e-300,
+            replacement: 1e-8,
+        };
+        let on = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .expect("pool");
+            let mut dense = assembled.clone();
+            let (factor, contribution, _) =
+                pool.install(|| factor_front(&mut dense, &front, pivoting));
+            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            (
+                factor.swaps,
+                bits(&factor.lower),
+                bits(&factor.upper),
+                bits(&contribution),
+            )
+        };
+        let one = on(1);
+        for threads in [2, 3] {
+            assert!(on(threads) == one, "{threads} threads");
+        }
+    }
 
     #[test]
     fn column_blocks_are_cut_at_multiples_of_the_panel() {

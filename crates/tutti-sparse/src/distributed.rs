@@ -82,8 +82,32 @@ pub fn factor_on<T: Scalar>(
     let mut contributions: Vec<Option<Vec<T>>> = vec![None; count];
     let mut factorizer = FrontFactorizer::new(&symbolic, values, a.max_abs(), &options);
 
-    // This rank's subtrees, without a message.
-    factorizer.factor_subtrees(mapping.local_fronts(rank), &mut contributions, &mut fronts)?;
+    // This rank's subtrees, without a message, on its device's threads.
+    let roots: Vec<usize> = mapping
+        .local_fronts(rank)
+        .filter(|&f| {
+            symbolic.tree.nodes()[f]
+                .parent
+                .is_none_or(|p| !mapping.local[p])
+        })
+        .collect();
+    let pool = comm
+        .device()
+        .thread_pool()
+        .map_err(|error| SparseError::Group {
+            detail: format!("rank {rank}'s thread pool: {error}"),
+        })?;
+    factorizer.perturbed += pool.install(|| {
+        crate::forest::factor_forest(
+            &symbolic,
+            values,
+            a.max_abs(),
+            &options,
+            &roots,
+            &mut contributions,
+            &mut fronts,
+        )
+    })?;
     // The shared fronts, in postorder: the children's blocks gathered to the owner, which
     // assembles the front; the ranks of its range factor it together.
     let pivoting = factorizer.pivoting();

@@ -91,6 +91,7 @@ mod dense;
 mod distributed;
 mod error;
 mod footprint;
+mod forest;
 mod graph;
 mod mapping;
 pub mod matrix_market;

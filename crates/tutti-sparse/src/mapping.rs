@@ -33,23 +33,7 @@ impl Mapping {
         let ranks = ranks.max(1);
         let fronts = &symbolic.fronts;
         let count = fronts.len();
-        // Each subtree's cost: its fronts' flops (and their orders, so none is free),
-        // children first in postorder.
-        let mut cost = vec![0f64; count];
-        for (f, front) in fronts.iter().enumerate() {
-            let m = front.order() as f64;
-            let own: f64 = (0..front.pivots)
-                .map(|k| {
-                    let rest = m - k as f64 - 1.0;
-                    rest + 2.0 * rest * rest
-                })
-                .sum();
-            cost[f] += own + m;
-            if let Some(parent) = symbolic.tree.nodes()[f].parent {
-                let subtree = cost[f];
-                cost[parent] += subtree;
-            }
-        }
+        let cost = subtree_costs(symbolic);
         let mut range: Vec<Range<usize>> = vec![0..0; count];
         let roots = symbolic.tree.roots();
         for (root, share) in roots.iter().zip(split(0..ranks, &roots, &cost)) {
@@ -83,6 +67,27 @@ impl Mapping {
     pub fn shared_fronts(&self) -> impl DoubleEndedIterator<Item = usize> + '_ {
         (0..self.owner.len()).filter(move |&f| !self.local[f])
     }
+}
+
+/// Each front's subtree's cost: its fronts' flops (and their orders, so none is free).
+pub(crate) fn subtree_costs(symbolic: &Symbolic) -> Vec<f64> {
+    let mut cost = vec![0f64; symbolic.fronts.len()];
+    // Children before parents: the fronts are numbered in postorder.
+    for (f, front) in symbolic.fronts.iter().enumerate() {
+        let m = front.order() as f64;
+        let own: f64 = (0..front.pivots)
+            .map(|k| {
+                let rest = m - k as f64 - 1.0;
+                rest + 2.0 * rest * rest
+            })
+            .sum();
+        cost[f] += own + m;
+        if let Some(parent) = symbolic.tree.nodes()[f].parent {
+            let subtree = cost[f];
+            cost[parent] += subtree;
+        }
+    }
+    cost
 }
 
 /// `ranks` split among `nodes` in proportion to `cost`, contiguously, at least one each.

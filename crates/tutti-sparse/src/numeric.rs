@@ -111,8 +111,9 @@ impl<T: Scalar> Factorization<T> {
     }
 }
 
-/// Factors every front in postorder (children before parents); returns the factors and the
-/// number of perturbed pivots.
+/// Factors every front, children before parents, independent subtrees on the current rayon
+/// pool's threads ([`crate::forest`]); returns the factors and the number of perturbed
+/// pivots.
 pub(crate) fn factor_fronts<T: Scalar>(
     symbolic: &Symbolic,
     values: &[T],
@@ -120,16 +121,23 @@ pub(crate) fn factor_fronts<T: Scalar>(
     options: &FactorOptions,
 ) -> Result<(Vec<FrontFactor<T>>, usize), SparseError> {
     let count = symbolic.fronts.len();
-    let mut factorizer = FrontFactorizer::new(symbolic, values, max_abs, options);
     let mut contributions: Vec<Option<Vec<T>>> = vec![None; count];
     let mut factors: Vec<Option<FrontFactor<T>>> = vec![None; count];
-    factorizer.factor_subtrees(0..count, &mut contributions, &mut factors)?;
+    let perturbed = crate::forest::factor_forest(
+        symbolic,
+        values,
+        max_abs,
+        options,
+        &symbolic.tree.roots(),
+        &mut contributions,
+        &mut factors,
+    )?;
     let factors = factors
         .into_iter()
         .enumerate()
         .map(|(f, factor)| factor.ok_or_else(|| missing_contribution(f)))
         .collect::<Result<Vec<_>, _>>()?;
-    Ok((factors, factorizer.perturbed))
+    Ok((factors, perturbed))
 }
 
 /// A front whose data should have been there (a mapping or tree at odds with itself).
