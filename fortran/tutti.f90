@@ -302,7 +302,9 @@ module tutti
     ! layout = TUTTI_SPARSE_CSC (or CSR) for 1-based arrays. grid_dims(1:3) are the points
     ! along x, y, z of the grid the unknowns live on (x fastest; all 0, the default: nested
     ! dissection of the matrix's graph), grid_periodic(1:3) 1 for an axis that wraps around.
-    ! `resources%world` must stay c_null_ptr. dtype: TUTTI_DTYPE_FLOAT64 (default) or
+    ! With `resources%world` (tutti_world_from_fcomm) every process analyses, factors and
+    ! solves collectively with the same arguments and gets the whole solution (see
+    ! tutti_sparse_analyse in tutti.h). dtype: TUTTI_DTYPE_FLOAT64 (default) or
     ! TUTTI_DTYPE_COMPLEX128 (then factor and solve with the _c128 procedures).
     type, bind(c), public :: tutti_sparse_options_t
         type(tutti_resources_t) :: resources

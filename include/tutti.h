@@ -280,10 +280,12 @@ typedef int32_t TuttiSparseLayout;
 
 /**
  * A sparse factorization, opaque to C: the analysed pattern, the devices, and (once
- * factored) the factors.
+ * factored) the factors; with a world, this process's ranks' parts of them.
  *
  * Made by `tutti_sparse_analyse`; released exactly once with `tutti_sparse_free`. Calls on
- * one handle from several threads are serialised by a lock inside it.
+ * one handle from several threads are serialised by a lock inside it. A handle made with a
+ * world holds tutti's duplicate of the world's communicator (not the `TuttiWorld`), so it
+ * stays usable after `tutti_world_free`.
  */
 typedef struct TuttiSparse TuttiSparse;
 
@@ -307,7 +309,8 @@ typedef struct TuttiTrain TuttiTrain;
  * `resources` select (`devices` = k gives every process k ranks; several need MPI
  * initialised with `MPI_THREAD_SERIALIZED`), and every process gets the result. When
  * one process fails, every other returns `TUTTI_ERROR_REMOTE` with its rank and message;
- * the communicator stays usable.
+ * the communicator stays usable. A sparse handle analysed over a world keeps tutti's
+ * duplicate alive itself and may outlive the world (see `tutti_sparse_analyse`).
  */
 typedef struct TuttiWorld TuttiWorld;
 
@@ -907,8 +910,9 @@ typedef struct TuttiSparseOptions {
      * count. The factor storage of each device is checked against
      * `resources.device_memory_bytes` when the pattern is analysed: a factorization that
      * does not fit is refused there (`TUTTI_ERROR_OUT_OF_MEMORY`, with the plan's numbers),
-     * before any numeric work. `resources.world` must be NULL (split among MPI processes is
-     * not supported yet: `TUTTI_ERROR_UNSUPPORTED`).
+     * before any numeric work. With `resources.world` the factorization is split among the
+     * world's processes, each running a rank per device its `resources` select (see
+     * `tutti_sparse_analyse`).
      */
     struct TuttiResources resources;
     /**
@@ -1015,7 +1019,8 @@ typedef struct TuttiSparseInfo {
      */
     int64_t largest_front;
     /**
-     * The devices the factorization is split among.
+     * The devices (ranks) the factorization is split among, over all processes of its
+     * world.
      */
     int devices;
     /**
@@ -1585,12 +1590,33 @@ int tutti_sparse_options_default(struct TuttiSparseOptions *options);
  * entries, at least 1), per `options->layout` and `options->index_base`; both are read
  * during the call only.
  *
+ * With `options->resources.world` (from `tutti_world_from_fcomm`) the factorization is
+ * split among the world's processes. Every process calls `tutti_sparse_analyse`, then
+ * `tutti_sparse_factor` and `tutti_sparse_solve` (or their `_c128` twins) on its handle,
+ * collectively: in the same order and with the same arguments, only `resources` may differ
+ * (each process runs a rank per device its `resources` select). Every process receives the
+ * whole solution, bitwise that of as many devices in one process. The patterns and options
+ * are compared here (when they differ, every process returns
+ * `TUTTI_ERROR_INVALID_ARGUMENT`); values and right-hand sides are not compared. When a
+ * call fails in one process (a bad argument, a value that is not finite), that process
+ * returns its own status and every other `TUTTI_ERROR_REMOTE` with its rank and message;
+ * only a failure before the options or the handle are read (a bad `options` or `handle`
+ * pointer) cannot release the others. `tutti_sparse_info` and `tutti_sparse_free` are
+ * local.
+ *
+ * Lifetime with a world: the handle keeps tutti's duplicate of the world's communicator
+ * alive itself (it never reads the `TuttiWorld` after this call), so it stays usable after
+ * `tutti_world_free`; the duplicate is freed with the last of the world and the handles
+ * made with it. Release such handles on every process, as the world, before
+ * `MPI_Finalize` (after it nothing is freed). A host program's own failure can be told
+ * (`tutti_world_fail`) only while the world is alive.
+ *
  * Errors: `TUTTI_ERROR_NULL_POINTER`; `TUTTI_ERROR_INVALID_ARGUMENT` for `n < 1`,
  * pointers that do not start at the base, decrease, an index out of range, bad options,
- * a grid whose size is not `n`; `TUTTI_ERROR_SINGULAR` for a structurally singular
- * pattern (an empty row or column); `TUTTI_ERROR_OUT_OF_MEMORY` when the factors do not
- * fit the devices' memory caps; device selection errors as for every workload;
- * `TUTTI_ERROR_UNSUPPORTED` for a `resources.world`.
+ * a grid whose size is not `n`, a world that is not live; `TUTTI_ERROR_SINGULAR` for a
+ * structurally singular pattern (an empty row or column); `TUTTI_ERROR_OUT_OF_MEMORY` when
+ * the factors do not fit the devices' memory caps; device selection errors as for every
+ * workload; `TUTTI_ERROR_REMOTE` when another process of the world failed.
  *
  * # Safety
  * `pointers` holds `n + 1` and `indices` `pointers[n] - index_base` readable `int64_t`s;
@@ -1608,13 +1634,16 @@ int tutti_sparse_analyse(int64_t n,
  * given to `tutti_sparse_analyse` (duplicates summed). Call again with new values on the
  * same pattern to refactor (the numeric phase only: what an implicit integrator does when
  * its step changes). On failure the handle holds no factors until a factorization succeeds.
+ * A handle made with a world is factored collectively, every process giving the same values
+ * (see `tutti_sparse_analyse`); each keeps its own ranks' factors.
  *
  * Errors: `TUTTI_ERROR_NULL_POINTER`; `TUTTI_ERROR_INVALID_ARGUMENT` for a handle that is
  * not live or analysed for `TUTTI_DTYPE_COMPLEX128` (factor it with
  * `tutti_sparse_factor_c128`), `nnz` other than the analysed entry count, a value that is
- * not finite (the message gives its row and column); a rank's failure as a device error.
- * Tiny pivots are perturbed, not refused: a singular matrix is found by the solve
- * (`TUTTI_ERROR_SINGULAR`).
+ * not finite (the message gives its row and column); `TUTTI_ERROR_REMOTE` when another
+ * process of the handle's world failed (its rank and message); a rank's panic as
+ * `TUTTI_ERROR_PANIC`, its other failures as device errors. Tiny pivots are perturbed, not
+ * refused: a singular matrix is found by the solve (`TUTTI_ERROR_SINGULAR`).
  *
  * # Safety
  * `handle` is NULL or a live handle; `values` holds `nnz` readable doubles.
@@ -1641,13 +1670,16 @@ int tutti_sparse_factor_c128(struct TuttiSparse *handle, const double *values, i
  * Solves `A X = B` in place: `b` holds `n_rhs` right-hand sides column-major (`n x n_rhs`,
  * column k at `b + k n`) and receives X. Each solve refines iteratively (see
  * `TuttiSparseOptions`). `info_out` may be NULL; else it gets the refinement steps and the
- * backward error. `b` is written only on success.
+ * backward error. `b` is written only on success. A handle made with a world solves
+ * collectively, every process giving the same `b` and `n_rhs`, and every process receives
+ * the whole of X.
  *
  * Errors: `TUTTI_ERROR_NULL_POINTER`; `TUTTI_ERROR_INVALID_ARGUMENT` for a handle not
  * factored (or whose last factorization failed) or analysed for `TUTTI_DTYPE_COMPLEX128`
  * (solve with `tutti_sparse_solve_c128`), `n_rhs < 1`, a value of `b` that is not finite;
  * `TUTTI_ERROR_SINGULAR` when pivots were perturbed and refinement could not bring the
- * backward error below 1e-10 (the matrix is singular to working precision).
+ * backward error below 1e-10 (the matrix is singular to working precision);
+ * `TUTTI_ERROR_REMOTE` when another process of the handle's world failed.
  *
  * # Safety
  * `handle` is NULL or a live handle; `b` holds `n * n_rhs` readable and writable doubles;
@@ -1680,7 +1712,9 @@ int tutti_sparse_solve_c128(struct TuttiSparse *handle,
 /**
  * `*info_out` = what the analysis predicts (fill, flops, fronts), the devices, whether the
  * handle holds factors and how many pivots they perturbed, and the plan's largest
- * per-device bytes.
+ * per-device bytes. For a handle made with a world this is local (no communication) and
+ * the same on every process: `devices` counts the ranks of all its processes, and the
+ * perturbed pivots are those of all ranks.
  *
  * Errors: `TUTTI_ERROR_NULL_POINTER`; `TUTTI_ERROR_INVALID_ARGUMENT` for a handle that is not
  * live.

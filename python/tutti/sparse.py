@@ -14,6 +14,11 @@ values on the same pattern without analysing again. :func:`spsolve` does both at
 Complex matrices (complex64 or complex128) are factored in complex128, real ones in float64
 unless ``dtype=np.complex128`` is asked for; the dtype of a factorization is fixed when it is
 made (:attr:`SparseLU.dtype`).
+
+Across MPI processes, ``resources=tutti.Resources(..., world=world)`` splits the
+factorization among the world's processes: every process calls :func:`splu`,
+:meth:`SparseLU.refactor` and :meth:`SparseLU.solve` with the same arguments, and every
+process gets the whole solution, bitwise that of as many devices in one process.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import threading
 from ._lib import Status, TuttiError, _check, _int, declare, lib
 from .resources import Resources, _c_resources, _CResources
 from .sweep import Dtype
+from .world import _entering_library, spans_world
 
 __all__ = ["SparseLU", "splu", "spsolve"]
 
@@ -109,6 +115,14 @@ declare(
 )
 
 
+@spans_world
+def _told(call, *, resources=None):
+    """``call()``; when ``resources.world`` is set and ``call`` fails in Python before it
+    reaches the library (an argument refused here, on this process only), the other processes
+    of the world are told instead of waiting in their call forever."""
+    return call()
+
+
 def _invalid(message: str) -> TuttiError:
     return TuttiError(Status.ERROR_INVALID_ARGUMENT, message)
 
@@ -178,8 +192,18 @@ class SparseLU:
     (real ones promoted) and returns complex solutions; a real factorization refuses complex
     ones with :class:`tutti.InvalidArgumentError` (a ``ValueError``), since dropping their
     imaginary parts would give a wrong answer.
+
+    Over a world (``resources=tutti.Resources(..., world=world)``) every process makes the
+    same calls with the same arguments (the values and right-hand sides are not compared);
+    a failure on one process raises ``Status.ERROR_REMOTE`` on the others, also for an
+    argument refused here in Python. :attr:`info` and :meth:`close` are local. The
+    factorization keeps what it needs of the world itself and works after the world is
+    closed, but close it on every process (or leave a ``with`` block) before closing the
+    world: released after the world, it frees tutti's duplicate communicator, which every
+    process must do, not the garbage collector at different times.
     """
 
+    @spans_world
     def __init__(
         self,
         matrix,
@@ -199,6 +223,7 @@ class SparseLU:
 
         self._lock = threading.RLock()
         self._handle = ctypes.c_void_p()
+        self._resources = resources
         layout, n, indptr, indices, data = _compressed(matrix, dtype)
         options = _CSparseOptions()
         _check(lib.tutti_sparse_options_default(ctypes.byref(options)))
@@ -231,6 +256,7 @@ class SparseLU:
         if refinement_target is not None:
             options.refinement_target = float(refinement_target)
         handle = ctypes.c_void_p()
+        _entering_library()
         _check(
             lib.tutti_sparse_analyse(
                 n,
@@ -268,6 +294,9 @@ class SparseLU:
         are promoted for a complex factorization, complex ones are refused for a real one
         (:class:`tutti.InvalidArgumentError`). A failed refactorization leaves no factors:
         solving raises until one succeeds."""
+        _told(lambda: self._refactor(values), resources=self._resources)
+
+    def _refactor(self, values) -> None:
         import numpy as np
 
         if hasattr(values, "tocsr"):
@@ -290,6 +319,7 @@ class SparseLU:
                 raise _invalid(f"refactor: `values` has {data.ndim} axes: expected 1")
         factor = lib.tutti_sparse_factor_c128 if self._complex else lib.tutti_sparse_factor
         with self._live() as handle:
+            _entering_library()
             _check(factor(handle, data.ctypes.data_as(_double_p), data.size))
 
     def solve(self, b, *, info: bool = False):
@@ -300,6 +330,9 @@ class SparseLU:
         the real and imaginary parts as two right-hand sides). With ``info=True`` returns
         ``(x, info)``, ``info`` a dict with ``refinements`` and ``backward_error``. A matrix
         singular to working precision raises :class:`tutti.SingularError`."""
+        return _told(lambda: self._solve(b, info), resources=self._resources)
+
+    def _solve(self, b, info: bool):
         import numpy as np
 
         b = np.asarray(b)
@@ -320,6 +353,7 @@ class SparseLU:
         solve = lib.tutti_sparse_solve_c128 if self._complex else lib.tutti_sparse_solve
         result = _CSparseSolveInfo()
         with self._live() as handle:
+            _entering_library()
             _check(solve(handle, x.ctypes.data_as(_double_p), rhs, ctypes.byref(result)))
         if info:
             return x, {"refinements": result.refinements, "backward_error": result.backward_error}
@@ -329,8 +363,8 @@ class SparseLU:
     def info(self) -> dict:
         """What the analysis predicts and the factorization did: ``unknowns``, ``matrix_nnz``,
         ``factor_nnz`` (nnz(L+U)), ``factor_flops``, ``solve_flops``, ``fronts``,
-        ``largest_front``, ``devices``, ``factored``, ``perturbed_pivots``, ``device_bytes``
-        (the plan's bytes per device)."""
+        ``largest_front``, ``devices`` (over a world: the ranks of all its processes),
+        ``factored``, ``perturbed_pivots``, ``device_bytes`` (the plan's bytes per device)."""
         out = _CSparseInfo()
         with self._live() as handle:
             _check(lib.tutti_sparse_info(handle, ctypes.byref(out)))
@@ -375,7 +409,8 @@ def splu(matrix, **options) -> SparseLU:
     """Analyses and factors a square real or complex scipy.sparse matrix; see
     :class:`SparseLU` for the keyword options: ``resources`` (a :class:`tutti.Resources`: the
     devices the factorization is split among, and their memory caps: a factorization that
-    does not fit is refused before any numeric work), ``grid`` and ``periodic`` (the grid
+    does not fit is refused before any numeric work; with a ``world``, split among its
+    processes), ``grid`` and ``periodic`` (the grid
     shape, x fastest, for a geometric ordering), ``block`` (unknowns per grid point),
     ``leaf_size``, ``pivot_tiny``, ``pivot_perturbation``, ``max_refinements``,
     ``refinement_target``, ``dtype`` (None: complex128 for a complex matrix, else float64;

@@ -55,6 +55,9 @@ pub fn run_all() -> Result<(), Failure> {
             MPI_FEATURES,
             "--test",
             "mpirun",
+            // The C ABI's sparse handle over loopback worlds (tutti-capi with `mpi`).
+            "--test",
+            "sparse_world",
         ])
         .env("TUTTI_REQUIRE_MPI", "1"))?;
     host_programs(&Workspace::load()?)

@@ -10,17 +10,24 @@
 //! A handle factors real (`double`, the default) or complex (`double complex`: two doubles
 //! per value, real part first) values, fixed by `options->dtype` when it is analysed: the
 //! `_c128` entry points factor and solve a complex handle.
+//!
+//! With `options->resources.world` the handle spans the world's MPI processes: each holds
+//! its own ranks' parts of the factors, every process makes every call collectively, and
+//! every process receives the whole solution. A check that fails in one process only is told
+//! to the others before they wait in a collective (`TUTTI_ERROR_REMOTE` there).
 
 use std::ffi::c_int;
+use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use tutti_backend::{BackendError, GpuUse, Resources};
-use tutti_group::{Group, GroupError};
+use tutti_backend::{BackendError, GpuUse};
+use tutti_group::{Group, GroupError, RunError};
 use tutti_plan::{Plan, Tier};
 use tutti_sparse::ordering::{Grid, OrderingOptions};
 use tutti_sparse::{
-    analyse, c64, Assembly, Compressed, CsrMatrix, FactorOptions, Factorization, OrderingMethod,
-    Scalar, SolveInfo, SolveOptions, SparseError, SplitFactorization, Symbolic,
+    analyse, c64, factor_on, solve_on, Assembly, Compressed, CsrMatrix, FactorOptions,
+    Factorization, OrderingMethod, RankFactors, Scalar, SolveInfo, SolveOptions, SparseError,
+    Symbolic,
 };
 
 use crate::boundary::{
@@ -30,6 +37,7 @@ use crate::memory::Registry;
 use crate::resources::{device_error, TuttiResources};
 use crate::status::{Error, TuttiStatus};
 use crate::train::TuttiDtype;
+use crate::world::checked;
 
 /// How a matrix's arrays are compressed; passed as an `int`.
 #[allow(non_camel_case_types)] // the variants are the C names
@@ -51,8 +59,9 @@ pub struct TuttiSparseOptions {
     /// count. The factor storage of each device is checked against
     /// `resources.device_memory_bytes` when the pattern is analysed: a factorization that
     /// does not fit is refused there (`TUTTI_ERROR_OUT_OF_MEMORY`, with the plan's numbers),
-    /// before any numeric work. `resources.world` must be NULL (split among MPI processes is
-    /// not supported yet: `TUTTI_ERROR_UNSUPPORTED`).
+    /// before any numeric work. With `resources.world` the factorization is split among the
+    /// world's processes, each running a rank per device its `resources` select (see
+    /// `tutti_sparse_analyse`).
     pub resources: TuttiResources,
     /// `TUTTI_SPARSE_CSR` (default) or `TUTTI_SPARSE_CSC`.
     pub layout: c_int,
@@ -128,7 +137,8 @@ pub struct TuttiSparseInfo {
     pub fronts: i64,
     /// The largest front's order.
     pub largest_front: i64,
-    /// The devices the factorization is split among.
+    /// The devices (ranks) the factorization is split among, over all processes of its
+    /// world.
     pub devices: c_int,
     /// 1 once `tutti_sparse_factor` (or `tutti_sparse_factor_c128`) has succeeded (and
     /// since its last failure), else 0.
@@ -157,10 +167,12 @@ const LIVE_SPARSE: u64 = u64::from_be_bytes(*b"tuttispr");
 static LIVE_HANDLES: Registry = Registry::new();
 
 /// A sparse factorization, opaque to C: the analysed pattern, the devices, and (once
-/// factored) the factors.
+/// factored) the factors; with a world, this process's ranks' parts of them.
 ///
 /// Made by `tutti_sparse_analyse`; released exactly once with `tutti_sparse_free`. Calls on
-/// one handle from several threads are serialised by a lock inside it.
+/// one handle from several threads are serialised by a lock inside it. A handle made with a
+/// world holds tutti's duplicate of the world's communicator (not the `TuttiWorld`), so it
+/// stays usable after `tutti_world_free`.
 pub struct TuttiSparse {
     marker: u64,
     state: Mutex<State>,
@@ -170,8 +182,9 @@ pub struct TuttiSparse {
 struct State {
     assembly: Assembly,
     symbolic: Arc<Symbolic>,
+    /// The ranks: this process's devices, or a group spanning the world's processes (which
+    /// holds the world's fabric, and so its communicator, alive).
     group: Group,
-    resources: Resources,
     plan: Plan,
     factor_options: FactorOptions,
     solve_options: SolveOptions,
@@ -180,10 +193,12 @@ struct State {
     factors: Option<AnyFactors>,
 }
 
-/// Factors in `T` on one device, or split among the group's.
+/// Factors in `T` on one device, or split among the group's ranks.
 enum Factors<T: Scalar> {
     One(Factorization<T>),
-    Split(SplitFactorization<T>),
+    /// This process's ranks' parts, its first rank's first (every rank's when the group is
+    /// in this process), as `SplitFactorization` holds them.
+    Split(Vec<RankFactors<T>>),
 }
 
 /// Factors of either dtype.
@@ -193,34 +208,77 @@ enum AnyFactors {
 }
 
 impl<T: Scalar> Factors<T> {
-    /// Factors `a` on the handle's devices.
-    fn new(state: &State, a: &CsrMatrix<T>) -> Result<Self, SparseError> {
-        let symbolic = Arc::clone(&state.symbolic);
-        Ok(if state.group.size() == 1 {
-            Self::One(Factorization::new(symbolic, a, state.factor_options)?)
-        } else {
-            Self::Split(SplitFactorization::new(
-                &state.group,
-                symbolic,
-                a,
-                state.factor_options,
-                &state.resources,
-            )?)
-        })
+    /// Factors `a` on the handle's ranks (checked against the plan when it was analysed):
+    /// what `SplitFactorization::new` runs, with another process's failure kept apart
+    /// (`TUTTI_ERROR_REMOTE`).
+    fn new(state: &State, a: &CsrMatrix<T>) -> Result<Self, Error> {
+        let (symbolic, options) = (&state.symbolic, state.factor_options);
+        if state.group.size() == 1 {
+            // The device's threads factor independent subtrees and large fronts' updates.
+            let pool = state
+                .group
+                .devices()
+                .first()
+                .ok_or_else(|| {
+                    Error::new(
+                        TuttiStatus::TUTTI_ERROR_DEVICE,
+                        "the group has no device in this process",
+                    )
+                })?
+                .thread_pool()
+                .map_err(device_error)?;
+            return pool
+                .install(|| Factorization::new(Arc::clone(symbolic), a, options))
+                .map(Self::One)
+                .map_err(sparse_error);
+        }
+        state
+            .group
+            .run(|comm| factor_on(comm, Arc::clone(symbolic), a, options))
+            .map(Self::Split)
+            .map_err(run_error)
     }
 
-    /// Solves in place for the `rhs` column-major right-hand sides of `x`.
-    fn solve(&self, state: &State, x: &mut [T], rhs: usize) -> Result<SolveInfo, SparseError> {
-        match self {
-            Self::One(lu) => lu.solve_in_place(x, rhs, &state.solve_options),
-            Self::Split(lu) => lu.solve_in_place(&state.group, x, rhs, &state.solve_options),
+    /// Solves in place for the `rhs` column-major right-hand sides of `x`; every process of
+    /// a world receives the whole solution (`SplitFactorization::solve_in_place`).
+    fn solve(&self, state: &State, x: &mut [T], rhs: usize) -> Result<SolveInfo, Error> {
+        let options = &state.solve_options;
+        let parts = match self {
+            Self::One(lu) => return lu.solve_in_place(x, rhs, options).map_err(sparse_error),
+            Self::Split(parts) => parts,
+        };
+        let first = state.group.local_ranks().start;
+        let input: &[T] = x;
+        let mut solved = state
+            .group
+            .run(|comm| {
+                let part = comm
+                    .rank()
+                    .checked_sub(first)
+                    .and_then(|index| parts.get(index))
+                    .ok_or_else(|| SparseError::InvalidArgument {
+                        detail: format!("rank {} holds no part of the factors", comm.rank()),
+                    })?;
+                let mut mine = input.to_vec();
+                let info = solve_on(comm, part, &mut mine, rhs, options)?;
+                Ok::<_, SparseError>((mine, info))
+            })
+            .map_err(run_error)?;
+        if solved.is_empty() {
+            return Err(Error::new(
+                TuttiStatus::TUTTI_ERROR_DEVICE,
+                "the group ran no rank in this process",
+            ));
         }
+        let (solution, info) = solved.swap_remove(0);
+        x.copy_from_slice(&solution);
+        Ok(info)
     }
 
     fn perturbed_pivots(&self) -> usize {
         match self {
             Self::One(lu) => lu.perturbed_pivots(),
-            Self::Split(lu) => lu.perturbed_pivots(),
+            Self::Split(parts) => parts.first().map_or(0, RankFactors::perturbed_pivots),
         }
     }
 }
@@ -321,6 +379,32 @@ fn sparse_error(error: SparseError) -> Error {
         _ => TUTTI_ERROR_DEVICE,
     };
     Error::new(status, error.to_string())
+}
+
+/// The status of a failed group run: the rank's own error as [`sparse_error`] maps it,
+/// another process's failure `TUTTI_ERROR_REMOTE` (`rank R failed: its message`), a panic
+/// `TUTTI_ERROR_PANIC`, a rank thread that could not start a device error.
+fn run_error(error: RunError<SparseError>) -> Error {
+    use TuttiStatus::*;
+    let status = match error {
+        RunError::Failed { error, .. } => return sparse_error(error),
+        RunError::Remote { .. } => TUTTI_ERROR_REMOTE,
+        RunError::Panicked { .. } => TUTTI_ERROR_PANIC,
+        _ => TUTTI_ERROR_DEVICE,
+    };
+    Error::new(status, error.to_string())
+}
+
+/// `result`, first telling the other processes when it is an error and the group spans a
+/// world's processes (`Group::before_run`, with the error's message): a check that fails in
+/// this process only then fails the others' next run (`TUTTI_ERROR_REMOTE`) instead of
+/// leaving them waiting in it. In one process this passes `result` through.
+fn told<T>(group: &Group, result: Result<T, Error>) -> Result<T, Error> {
+    if let Err(error) = &result {
+        // Only the telling matters here; the error itself is `result`'s.
+        let _ = group.before_run(Err::<(), _>(error.message()));
+    }
+    result
 }
 
 fn group_error(error: GroupError) -> Error {
@@ -441,6 +525,28 @@ impl TuttiSparseOptions {
         })
     }
 
+    /// Hashes what every process of a world must give alike: every field but `resources`
+    /// and `index_base` (the arrays are compared 0-based).
+    fn fingerprint(&self, hasher: &mut impl Hasher) {
+        (
+            self.layout,
+            self.block,
+            self.leaf_size,
+            self.grid_dims,
+            self.grid_periodic,
+            self.max_refinements,
+            self.dtype,
+        )
+            .hash(hasher);
+        for value in [
+            self.pivot_tiny,
+            self.pivot_perturbation,
+            self.refinement_target,
+        ] {
+            value.to_bits().hash(hasher);
+        }
+    }
+
     fn solve_options(&self) -> Result<SolveOptions, Error> {
         let max_refinements = usize::try_from(self.max_refinements).map_err(|_| {
             Error::invalid_argument(format!(
@@ -499,6 +605,108 @@ fn zero_based(values: &[i64], base: usize, name: &str) -> Result<Vec<usize>, Err
     Ok(out)
 }
 
+/// What `tutti_sparse_analyse` checked and computed before its group forms.
+struct Analysis<'a> {
+    handle_out: Out<'a, *mut TuttiSparse>,
+    assembly: Assembly,
+    symbolic: Arc<Symbolic>,
+    resources: tutti_backend::Resources,
+    factor_options: FactorOptions,
+    solve_options: SolveOptions,
+    dtype: TuttiDtype,
+    /// The arguments every process of a world must agree on (the pattern and the options
+    /// but the resources), hashed.
+    fingerprint: u64,
+}
+
+/// Checks the arguments of `tutti_sparse_analyse` and analyses the pattern.
+///
+/// # Safety
+/// As for `tutti_sparse_analyse`.
+unsafe fn analysis<'a>(
+    n: i64,
+    pointers: *const i64,
+    indices: *const i64,
+    options: &TuttiSparseOptions,
+    handle_out: *mut *mut TuttiSparse,
+) -> Result<Analysis<'a>, Error> {
+    // SAFETY: NULL or valid for writing a pointer (the caller's promise).
+    let handle_out = unsafe { Out::new(handle_out, "handle_out") }?;
+    let n = count_at_least(n, 1, "n")?;
+    let layout = options.layout()?;
+    let base = options.index_base()?;
+    let method = options.ordering()?;
+    let factor_options = options.factor_options()?;
+    let solve_options = options.solve_options()?;
+    let dtype = options.dtype()?;
+    // SAFETY: the resources' pointers are NULL or valid (the caller's promise).
+    let resources = unsafe { options.resources.to_rust("options->resources") }?;
+    let pointer_count = n
+        .checked_add(1)
+        .ok_or_else(|| Error::invalid_argument(format!("argument `n` is {n}: too large")))?;
+    // SAFETY: `pointers` holds n + 1 readable entries (the caller's promise).
+    let pointers = unsafe { input_slice(pointers, pointer_count, "pointers") }?;
+    let pointers = zero_based(pointers, base, "pointers")?;
+    // Checked before `indices` is read: 1-based arrays given with index_base 0 would
+    // otherwise make it one entry longer than the caller's array.
+    if pointers[0] != 0 {
+        return Err(Error::invalid_argument(format!(
+            "argument `pointers` starts at {}: with options->index_base {base} it starts \
+             at {base} (index_base is 1 for 1-based arrays)",
+            pointers[0] + base
+        )));
+    }
+    let entries = pointers[n];
+    // SAFETY: `indices` holds pointers[n] - base readable entries (the caller's promise).
+    let indices = unsafe { input_slice(indices, entries, "indices") }?;
+    let indices = zero_based(indices, base, "indices")?;
+    let assembly = Assembly::new(n, n, &pointers, &indices, layout).map_err(sparse_error)?;
+    let symbolic = analyse(assembly.pattern(), &method).map_err(sparse_error)?;
+    let mut hasher = DefaultHasher::new();
+    (n, &pointers, &indices).hash(&mut hasher);
+    options.fingerprint(&mut hasher);
+    Ok(Analysis {
+        handle_out,
+        assembly,
+        symbolic,
+        resources,
+        factor_options,
+        solve_options,
+        dtype,
+        fingerprint: hasher.finish(),
+    })
+}
+
+/// Checks that every process of a spanning group analysed with the same arguments
+/// (`fingerprint`), in one run over the group, which also makes the processes' analyses
+/// succeed or fail together: a failure another process told (its arguments, its plan) fails
+/// this one's run with `TUTTI_ERROR_REMOTE`. Arguments that differ are refused on every
+/// process alike (`TUTTI_ERROR_INVALID_ARGUMENT`, naming the ranks that differ from rank 0).
+fn agree(group: &Group, fingerprint: u64) -> Result<(), Error> {
+    let gathered = group
+        .run(|comm| comm.allgather(&[fingerprint]).map_err(SparseError::from))
+        .map_err(run_error)?;
+    let fingerprints: Vec<u64> = gathered
+        .first()
+        .map(|all| {
+            all.iter()
+                .map(|f| f.first().copied().unwrap_or(0))
+                .collect()
+        })
+        .unwrap_or_default();
+    let differing: Vec<usize> = (0..fingerprints.len())
+        .filter(|&rank| fingerprints[rank] != fingerprints[0])
+        .collect();
+    if differing.is_empty() {
+        return Ok(());
+    }
+    Err(Error::invalid_argument(format!(
+        "the processes of options->resources.world were given different patterns or options: \
+         those of rank(s) {differing:?} differ from rank 0's (every process calls \
+         tutti_sparse_analyse with the same arguments; only the resources may differ)"
+    )))
+}
+
 /// Analyses the pattern of an `n x n` sparse matrix and makes a factorization handle for it:
 /// the fill-reducing ordering, the assembly tree, the memory plan on the devices of
 /// `options->resources` (a factorization that does not fit is refused here). No values are
@@ -510,12 +718,33 @@ fn zero_based(values: &[i64], base: usize, name: &str) -> Result<Vec<usize>, Err
 /// entries, at least 1), per `options->layout` and `options->index_base`; both are read
 /// during the call only.
 ///
+/// With `options->resources.world` (from `tutti_world_from_fcomm`) the factorization is
+/// split among the world's processes. Every process calls `tutti_sparse_analyse`, then
+/// `tutti_sparse_factor` and `tutti_sparse_solve` (or their `_c128` twins) on its handle,
+/// collectively: in the same order and with the same arguments, only `resources` may differ
+/// (each process runs a rank per device its `resources` select). Every process receives the
+/// whole solution, bitwise that of as many devices in one process. The patterns and options
+/// are compared here (when they differ, every process returns
+/// `TUTTI_ERROR_INVALID_ARGUMENT`); values and right-hand sides are not compared. When a
+/// call fails in one process (a bad argument, a value that is not finite), that process
+/// returns its own status and every other `TUTTI_ERROR_REMOTE` with its rank and message;
+/// only a failure before the options or the handle are read (a bad `options` or `handle`
+/// pointer) cannot release the others. `tutti_sparse_info` and `tutti_sparse_free` are
+/// local.
+///
+/// Lifetime with a world: the handle keeps tutti's duplicate of the world's communicator
+/// alive itself (it never reads the `TuttiWorld` after this call), so it stays usable after
+/// `tutti_world_free`; the duplicate is freed with the last of the world and the handles
+/// made with it. Release such handles on every process, as the world, before
+/// `MPI_Finalize` (after it nothing is freed). A host program's own failure can be told
+/// (`tutti_world_fail`) only while the world is alive.
+///
 /// Errors: `TUTTI_ERROR_NULL_POINTER`; `TUTTI_ERROR_INVALID_ARGUMENT` for `n < 1`,
 /// pointers that do not start at the base, decrease, an index out of range, bad options,
-/// a grid whose size is not `n`; `TUTTI_ERROR_SINGULAR` for a structurally singular
-/// pattern (an empty row or column); `TUTTI_ERROR_OUT_OF_MEMORY` when the factors do not
-/// fit the devices' memory caps; device selection errors as for every workload;
-/// `TUTTI_ERROR_UNSUPPORTED` for a `resources.world`.
+/// a grid whose size is not `n`, a world that is not live; `TUTTI_ERROR_SINGULAR` for a
+/// structurally singular pattern (an empty row or column); `TUTTI_ERROR_OUT_OF_MEMORY` when
+/// the factors do not fit the devices' memory caps; device selection errors as for every
+/// workload; `TUTTI_ERROR_REMOTE` when another process of the world failed.
 ///
 /// # Safety
 /// `pointers` holds `n + 1` and `indices` `pointers[n] - index_base` readable `int64_t`s;
@@ -532,67 +761,49 @@ pub unsafe extern "C" fn tutti_sparse_analyse(
     ffi_call("tutti_sparse_analyse", || {
         // SAFETY: NULL or valid for reading the options (the caller's promise).
         let options = unsafe { input_options(options, "options") }?;
-        // SAFETY: NULL or valid for writing a pointer (the caller's promise).
-        let out = unsafe { Out::new(handle_out, "handle_out") }?;
-        if !options.resources.world.is_null() {
-            return Err(Error::new(
-                TuttiStatus::TUTTI_ERROR_UNSUPPORTED,
-                "options->resources.world is set: a sparse factorization split among MPI \
-                 processes is not supported yet; leave it NULL to use this process's devices",
-            ));
-        }
-        let n = count_at_least(n, 1, "n")?;
-        let layout = options.layout()?;
-        let base = options.index_base()?;
-        let method = options.ordering()?;
-        let factor_options = options.factor_options()?;
-        let solve_options = options.solve_options()?;
-        let dtype = options.dtype()?;
-        // SAFETY: the resources' pointers are NULL or valid (the caller's promise).
-        let resources = unsafe { options.resources.to_rust("options->resources") }?;
-        let pointer_count = n
-            .checked_add(1)
-            .ok_or_else(|| Error::invalid_argument(format!("argument `n` is {n}: too large")))?;
-        // SAFETY: `pointers` holds n + 1 readable entries (the caller's promise).
-        let pointers = unsafe { input_slice(pointers, pointer_count, "pointers") }?;
-        let pointers = zero_based(pointers, base, "pointers")?;
-        // Checked before `indices` is read: 1-based arrays given with index_base 0 would
-        // otherwise make it one entry longer than the caller's array.
-        if pointers[0] != 0 {
-            return Err(Error::invalid_argument(format!(
-                "argument `pointers` starts at {}: with options->index_base {base} it starts \
-                 at {base} (index_base is 1 for 1-based arrays)",
-                pointers[0] + base
-            )));
-        }
-        let entries = pointers[n];
-        // SAFETY: `indices` holds pointers[n] - base readable entries (the caller's promise).
-        let indices = unsafe { input_slice(indices, entries, "indices") }?;
-        let indices = zero_based(indices, base, "indices")?;
-        let assembly = Assembly::new(n, n, &pointers, &indices, layout).map_err(sparse_error)?;
-        let symbolic = analyse(assembly.pattern(), &method).map_err(sparse_error)?;
-        let group = Group::from_resources(&resources, GpuUse::HostOnly).map_err(group_error)?;
-        let plan = match dtype {
+        // SAFETY: the world is NULL or a live handle for the call (the caller's promise;
+        // checked).
+        let world = unsafe { options.resources.world("options->resources") }?;
+        // The world first: with one, every later check's failure releases the other
+        // processes (`checked`, and `told` once the group has formed).
+        // SAFETY: the caller's promises, as `analysis` needs them.
+        let analysis = checked(world, unsafe {
+            analysis(n, pointers, indices, &options, handle_out)
+        })?;
+        let group = match world {
+            Some(world) => world.group(&analysis.resources, GpuUse::HostOnly)?,
+            None => {
+                Group::from_resources(&analysis.resources, GpuUse::HostOnly).map_err(group_error)?
+            }
+        };
+        let plan = match analysis.dtype {
             TuttiDtype::TUTTI_DTYPE_FLOAT64 => tutti_sparse::plan_for::<f64>,
             TuttiDtype::TUTTI_DTYPE_COMPLEX128 => tutti_sparse::plan_for::<c64>,
-        }(&symbolic, group.size(), group.devices(), &resources)
-        .map_err(sparse_error)?;
+        }(
+            &analysis.symbolic,
+            group.size(),
+            group.devices(),
+            &analysis.resources,
+        );
+        let plan = told(&group, plan.map_err(sparse_error))?;
+        if group.is_spanning() {
+            agree(&group, analysis.fingerprint)?;
+        }
         let handle = Box::into_raw(Box::new(TuttiSparse {
             marker: LIVE_SPARSE,
             state: Mutex::new(State {
-                assembly,
-                symbolic,
+                assembly: analysis.assembly,
+                symbolic: analysis.symbolic,
                 group,
-                resources,
                 plan,
-                factor_options,
-                solve_options,
-                dtype,
+                factor_options: analysis.factor_options,
+                solve_options: analysis.solve_options,
+                dtype: analysis.dtype,
                 factors: None,
             }),
         }));
         LIVE_HANDLES.insert(handle.addr());
-        out.write(handle);
+        analysis.handle_out.write(handle);
         Ok(())
     })
 }
@@ -672,21 +883,25 @@ unsafe fn factor<T: Element>(
     let handle = unsafe { handle_ref(handle, "handle") }?;
     let mut state = handle.state();
     state.factors = None;
-    state.check_dtype::<T>(function, |names| names.factor)?;
-    let expected = state.assembly.entries();
-    let nnz = count_at_least(nnz, 1, "nnz")?;
-    if nnz != expected {
-        return Err(Error::invalid_argument(format!(
-            "argument `nnz` is {nnz}: the analysed pattern has {expected} entries"
-        )));
-    }
-    // SAFETY: `values` holds nnz * T::PACKED readable doubles (the caller's promise).
-    let packed = unsafe { input_slice(values, doubles::<T>(nnz, "values")?, "values") }?;
-    let values = T::unpack(packed).ok_or_else(|| {
-        Error::invalid_argument("argument `values`: not a whole number of values")
-    })?;
-    let a = state.assembly.matrix(&values).map_err(sparse_error)?;
-    let factors = Factors::new(&state, &a).map_err(sparse_error)?;
+    // With a world, a check that fails in this process only releases the others.
+    let checks = || {
+        state.check_dtype::<T>(function, |names| names.factor)?;
+        let expected = state.assembly.entries();
+        let nnz = count_at_least(nnz, 1, "nnz")?;
+        if nnz != expected {
+            return Err(Error::invalid_argument(format!(
+                "argument `nnz` is {nnz}: the analysed pattern has {expected} entries"
+            )));
+        }
+        // SAFETY: `values` holds nnz * T::PACKED readable doubles (the caller's promise).
+        let packed = unsafe { input_slice(values, doubles::<T>(nnz, "values")?, "values") }?;
+        let values = T::unpack(packed).ok_or_else(|| {
+            Error::invalid_argument("argument `values`: not a whole number of values")
+        })?;
+        state.assembly.matrix(&values).map_err(sparse_error)
+    };
+    let a = told(&state.group, checks())?;
+    let factors = Factors::new(&state, &a)?;
     state.factors = Some(T::wrap(factors));
     Ok(())
 }
@@ -707,38 +922,44 @@ unsafe fn solve<T: Element>(
     // SAFETY: checked against the registry before it is read.
     let handle = unsafe { handle_ref(handle, "handle") }?;
     let state = handle.state();
-    state.check_dtype::<T>(function, |names| names.solve)?;
-    let rhs = count_at_least(n_rhs, 1, "n_rhs")?;
-    let n = state.symbolic.unknowns();
-    let len = n.checked_mul(rhs).ok_or_else(|| {
-        Error::invalid_argument(format!(
-            "{n} unknowns times {rhs} right-hand sides overflow"
-        ))
-    })?;
-    let len = doubles::<T>(len, "b")?;
-    let info_slot = if info_out.is_null() {
-        None
-    } else {
-        check_disjoint(&[
-            Region::output("b", b, len),
-            Region::output("info_out", info_out, 1),
-        ])?;
-        // SAFETY: not NULL; writable and disjoint from b (checked above).
-        Some(unsafe { Out::new(info_out, "info_out") }?)
+    // With a world, a check that fails in this process only releases the others.
+    let checks = || {
+        state.check_dtype::<T>(function, |names| names.solve)?;
+        let rhs = count_at_least(n_rhs, 1, "n_rhs")?;
+        let n = state.symbolic.unknowns();
+        let len = n.checked_mul(rhs).ok_or_else(|| {
+            Error::invalid_argument(format!(
+                "{n} unknowns times {rhs} right-hand sides overflow"
+            ))
+        })?;
+        let len = doubles::<T>(len, "b")?;
+        let info_slot = if info_out.is_null() {
+            None
+        } else {
+            check_disjoint(&[
+                Region::output("b", b, len),
+                Region::output("info_out", info_out, 1),
+            ])?;
+            // SAFETY: not NULL; writable and disjoint from b (checked above).
+            Some(unsafe { Out::new(info_out, "info_out") }?)
+        };
+        let Some(factors) = state.factors.as_ref().and_then(T::unwrap) else {
+            return Err(Error::invalid_argument(format!(
+                "argument `handle` holds no factorization: call {} first (or again, after it \
+                 failed)",
+                dtype_names(T::DTYPE).factor
+            )));
+        };
+        // SAFETY: `b` holds len readable and writable doubles (the caller's promise).
+        let b = unsafe { output_slice(b, len, "b") }?;
+        let x = T::unpack(b)
+            .ok_or_else(|| Error::invalid_argument("argument `b`: not a whole number of values"))?
+            .into_owned();
+        Ok((rhs, info_slot, factors, b, x))
     };
-    let Some(factors) = state.factors.as_ref().and_then(T::unwrap) else {
-        return Err(Error::invalid_argument(format!(
-            "argument `handle` holds no factorization: call {} first (or again, after it \
-             failed)",
-            dtype_names(T::DTYPE).factor
-        )));
-    };
-    // SAFETY: `b` holds len readable and writable doubles (the caller's promise).
-    let b = unsafe { output_slice(b, len, "b") }?;
-    let mut x = T::unpack(b)
-        .ok_or_else(|| Error::invalid_argument("argument `b`: not a whole number of values"))?
-        .into_owned();
-    let info = factors.solve(&state, &mut x, rhs).map_err(sparse_error)?;
+    let (rhs, info_slot, factors, b, mut x) = told(&state.group, checks())?;
+    // A value of `b` that is not finite is refused in the run, by every rank of this process.
+    let info = factors.solve(&state, &mut x, rhs)?;
     let mut solution = Vec::new();
     T::pack(&x, &mut solution);
     b.copy_from_slice(&solution);
@@ -755,13 +976,16 @@ unsafe fn solve<T: Element>(
 /// given to `tutti_sparse_analyse` (duplicates summed). Call again with new values on the
 /// same pattern to refactor (the numeric phase only: what an implicit integrator does when
 /// its step changes). On failure the handle holds no factors until a factorization succeeds.
+/// A handle made with a world is factored collectively, every process giving the same values
+/// (see `tutti_sparse_analyse`); each keeps its own ranks' factors.
 ///
 /// Errors: `TUTTI_ERROR_NULL_POINTER`; `TUTTI_ERROR_INVALID_ARGUMENT` for a handle that is
 /// not live or analysed for `TUTTI_DTYPE_COMPLEX128` (factor it with
 /// `tutti_sparse_factor_c128`), `nnz` other than the analysed entry count, a value that is
-/// not finite (the message gives its row and column); a rank's failure as a device error.
-/// Tiny pivots are perturbed, not refused: a singular matrix is found by the solve
-/// (`TUTTI_ERROR_SINGULAR`).
+/// not finite (the message gives its row and column); `TUTTI_ERROR_REMOTE` when another
+/// process of the handle's world failed (its rank and message); a rank's panic as
+/// `TUTTI_ERROR_PANIC`, its other failures as device errors. Tiny pivots are perturbed, not
+/// refused: a singular matrix is found by the solve (`TUTTI_ERROR_SINGULAR`).
 ///
 /// # Safety
 /// `handle` is NULL or a live handle; `values` holds `nnz` readable doubles.
@@ -806,13 +1030,16 @@ pub unsafe extern "C" fn tutti_sparse_factor_c128(
 /// Solves `A X = B` in place: `b` holds `n_rhs` right-hand sides column-major (`n x n_rhs`,
 /// column k at `b + k n`) and receives X. Each solve refines iteratively (see
 /// `TuttiSparseOptions`). `info_out` may be NULL; else it gets the refinement steps and the
-/// backward error. `b` is written only on success.
+/// backward error. `b` is written only on success. A handle made with a world solves
+/// collectively, every process giving the same `b` and `n_rhs`, and every process receives
+/// the whole of X.
 ///
 /// Errors: `TUTTI_ERROR_NULL_POINTER`; `TUTTI_ERROR_INVALID_ARGUMENT` for a handle not
 /// factored (or whose last factorization failed) or analysed for `TUTTI_DTYPE_COMPLEX128`
 /// (solve with `tutti_sparse_solve_c128`), `n_rhs < 1`, a value of `b` that is not finite;
 /// `TUTTI_ERROR_SINGULAR` when pivots were perturbed and refinement could not bring the
-/// backward error below 1e-10 (the matrix is singular to working precision).
+/// backward error below 1e-10 (the matrix is singular to working precision);
+/// `TUTTI_ERROR_REMOTE` when another process of the handle's world failed.
 ///
 /// # Safety
 /// `handle` is NULL or a live handle; `b` holds `n * n_rhs` readable and writable doubles;
@@ -859,7 +1086,9 @@ pub unsafe extern "C" fn tutti_sparse_solve_c128(
 
 /// `*info_out` = what the analysis predicts (fill, flops, fronts), the devices, whether the
 /// handle holds factors and how many pivots they perturbed, and the plan's largest
-/// per-device bytes.
+/// per-device bytes. For a handle made with a world this is local (no communication) and
+/// the same on every process: `devices` counts the ranks of all its processes, and the
+/// perturbed pivots are those of all ranks.
 ///
 /// Errors: `TUTTI_ERROR_NULL_POINTER`; `TUTTI_ERROR_INVALID_ARGUMENT` for a handle that is not
 /// live.

@@ -31,11 +31,55 @@ static LIVE_WORLDS: Registry = Registry::new();
 /// `resources` select (`devices` = k gives every process k ranks; several need MPI
 /// initialised with `MPI_THREAD_SERIALIZED`), and every process gets the result. When
 /// one process fails, every other returns `TUTTI_ERROR_REMOTE` with its rank and message;
-/// the communicator stays usable.
+/// the communicator stays usable. A sparse handle analysed over a world keeps tutti's
+/// duplicate alive itself and may outlive the world (see `tutti_sparse_analyse`).
 pub struct TuttiWorld {
     marker: u64,
     #[cfg(feature = "mpi")]
-    world: tutti_mpi::mpi::World,
+    processes: Processes,
+}
+
+/// The processes a world spans.
+#[cfg(feature = "mpi")]
+enum Processes {
+    /// Those of an MPI communicator (tutti's duplicate of it).
+    Mpi(tutti_mpi::mpi::World),
+    /// Threads of this process standing in for processes over a loopback wire
+    /// ([`loopback_worlds`]): how calls over a world are tested without MPI.
+    Loopback {
+        fabric: std::sync::Arc<tutti_mpi::SpanningFabric<tutti_mpi::LoopbackWire>>,
+        rank: usize,
+        size: usize,
+    },
+}
+
+#[cfg(feature = "mpi")]
+impl Processes {
+    /// The fabric of the groups over these processes: one MPI duplicate (or loopback) for
+    /// the world and every group made from it, which share its runs.
+    fn fabric(&self) -> std::sync::Arc<dyn tutti_group::Fabric> {
+        match self {
+            Self::Mpi(world) => world.fabric(),
+            Self::Loopback { fabric, .. } => fabric.clone(),
+        }
+    }
+
+    /// This process's rank, the process count, its rank on its node and the count there
+    /// (loopback "processes" all share this node).
+    fn place(&self) -> [usize; 4] {
+        match self {
+            Self::Mpi(w) => [w.rank(), w.size(), w.local_rank(), w.local_size()],
+            Self::Loopback { rank, size, .. } => [*rank, *size, *rank, *size],
+        }
+    }
+
+    /// The thread level of the wire: a loopback may be called from any thread.
+    fn thread_level(&self) -> tutti_mpi::mpi::ThreadLevel {
+        match self {
+            Self::Mpi(world) => world.thread_level(),
+            Self::Loopback { .. } => tutti_mpi::mpi::ThreadLevel::Multiple,
+        }
+    }
 }
 
 #[cfg(not(feature = "mpi"))]
@@ -83,8 +127,9 @@ impl TuttiWorld {
     pub(crate) fn fail_others(&self, error: Error) -> Error {
         #[cfg(feature = "mpi")]
         {
-            use tutti_group::Fabric;
-            if let Ok(transport) = self.world.fabric().open() {
+            let fabric = self.processes.fabric();
+            let opened = fabric.open();
+            if let Ok(transport) = &opened {
                 transport.abort_with(error.message());
             }
         }
@@ -111,16 +156,13 @@ impl TuttiWorld {
         #[cfg(feature = "mpi")]
         {
             // The processes of one node share its cores, memory and GPUs.
-            let resources = tutti_mpi::node_share(
-                resources,
-                self.world.local_rank(),
-                self.world.local_size(),
-                tutti_mpi::Node::here(),
-            );
+            let [_, _, local_rank, local_size] = self.processes.place();
+            let resources =
+                tutti_mpi::node_share(resources, local_rank, local_size, tutti_mpi::Node::here());
             let devices = resources
                 .select_for(gpu_use)
                 .map_err(crate::resources::device_error)?;
-            let level = self.world.thread_level();
+            let level = self.processes.thread_level();
             if devices.len() > 1 && level < tutti_mpi::mpi::ThreadLevel::Serialized {
                 return Err(Error::invalid_argument(format!(
                     "options->resources selects {} devices in this process and names a world, \
@@ -129,7 +171,7 @@ impl TuttiWorld {
                     devices.len()
                 )));
             }
-            Group::spanning_devices(self.world.fabric(), devices).map_err(|e| match e {
+            Group::spanning_devices(self.processes.fabric(), devices).map_err(|e| match e {
                 tutti_group::GroupError::Remote { .. } => {
                     Error::new(TuttiStatus::TUTTI_ERROR_REMOTE, e.to_string())
                 }
@@ -153,6 +195,76 @@ pub(crate) fn checked<T>(
     match (world, arguments) {
         (Some(world), Err(error)) => Err(world.fail_others(error)),
         (_, arguments) => arguments,
+    }
+}
+
+#[cfg(feature = "mpi")]
+impl TuttiWorld {
+    /// A live world over `processes`, owned by the caller (released by `tutti_world_free`).
+    fn register(processes: Processes) -> *mut TuttiWorld {
+        let handle = Box::into_raw(Box::new(TuttiWorld {
+            marker: LIVE_WORLD,
+            processes,
+        }));
+        LIVE_WORLDS.insert(handle.addr());
+        handle
+    }
+}
+
+/// `size` worlds over a loopback among threads of this process, world r holding process rank
+/// r: an MPI job's processes stood in for by threads, so that calls over a world are tested
+/// without MPI. Each thread passes its own world's [`LoopbackWorld::as_ptr`] as
+/// `options->resources.world` and makes the calls each process would. A receive that waits
+/// longer than `timeout` fails (the loopback's watchdog), so a hang becomes an error. Not
+/// part of the C ABI.
+#[cfg(feature = "mpi")]
+#[doc(hidden)]
+pub fn loopback_worlds(size: usize, timeout: std::time::Duration) -> Vec<LoopbackWorld> {
+    tutti_mpi::loopback(size, timeout)
+        .into_iter()
+        .enumerate()
+        .map(|(rank, wire)| {
+            let fabric = std::sync::Arc::new(tutti_mpi::SpanningFabric::new(wire));
+            LoopbackWorld(TuttiWorld::register(Processes::Loopback {
+                fabric,
+                rank,
+                size,
+            }))
+        })
+        .collect()
+}
+
+/// One world of [`loopback_worlds`], released (`tutti_world_free`) when dropped.
+#[cfg(feature = "mpi")]
+#[doc(hidden)]
+pub struct LoopbackWorld(*mut TuttiWorld);
+
+// SAFETY: the pointer is this value's own world (from `TuttiWorld::register`), whose parts
+// are `Send` (checked below); moving it to another thread moves that ownership.
+#[cfg(feature = "mpi")]
+unsafe impl Send for LoopbackWorld {}
+
+#[cfg(feature = "mpi")]
+const _: fn() = || {
+    fn send<T: Send>() {}
+    send::<TuttiWorld>();
+};
+
+#[cfg(feature = "mpi")]
+impl LoopbackWorld {
+    /// The world, for `options->resources.world` and the `tutti_world_*` calls (live until
+    /// this value is dropped; do not pass it to `tutti_world_free`).
+    pub fn as_ptr(&self) -> *const TuttiWorld {
+        self.0
+    }
+}
+
+#[cfg(feature = "mpi")]
+impl Drop for LoopbackWorld {
+    fn drop(&mut self) {
+        // SAFETY: a world from `register`; the registry refuses it unread if it was released
+        // already.
+        unsafe { tutti_world_free(self.0) };
     }
 }
 
@@ -181,12 +293,7 @@ pub unsafe extern "C" fn tutti_world_from_fcomm(
         {
             let world = tutti_mpi::mpi::World::from_fortran(fcomm)
                 .map_err(|e| Error::new(TuttiStatus::TUTTI_ERROR_DEVICE, e.to_string()))?;
-            let handle = Box::into_raw(Box::new(TuttiWorld {
-                marker: LIVE_WORLD,
-                world,
-            }));
-            LIVE_WORLDS.insert(handle.addr());
-            out.write(handle);
+            out.write(TuttiWorld::register(Processes::Mpi(world)));
             Ok(())
         }
         #[cfg(not(feature = "mpi"))]
@@ -237,8 +344,9 @@ pub unsafe extern "C" fn tutti_world_info(
 fn world_numbers(world: &TuttiWorld) -> Result<[c_int; 4], Error> {
     #[cfg(feature = "mpi")]
     {
-        let w = &world.world;
-        [w.rank(), w.size(), w.local_rank(), w.local_size()]
+        world
+            .processes
+            .place()
             .map(|n| crate::boundary::to_c_int(n, "a process count"))
             .into_iter()
             .collect::<Result<Vec<_>, _>>()

@@ -5,7 +5,10 @@
 same calls on N simulated devices in this process; an error on one process (found by the
 library, or by Python before the library is called) raises ``ERROR_REMOTE`` with its rank and
 message on every other, and the communicator and the world stay usable; each half of a split
-communicator is a world of its own. Every process prints ``rank R: ok``.
+communicator is a world of its own. A sparse LU (``tutti.splu``) over the world solves to the
+bits of the same number of devices in this process, and a NaN value or a right-hand side of
+the wrong shape on one process raises ``ERROR_REMOTE`` on the others. Every process prints
+``rank R: ok``.
 
 Not collected by pytest (its name has no ``test_`` prefix): it needs mpirun.
 """
@@ -58,6 +61,58 @@ def exponential(experiment: int, p):
     r = [p[0] * math.exp(p[1] * x) - 2.0 * math.exp(-0.5 * x) + 1e-3 * math.sin(7 * x) for x in xs]
     jac = [[math.exp(p[1] * x), p[0] * x * math.exp(p[1] * x)] for x in xs]
     return r, jac
+
+
+class Stencil:
+    """An unsymmetric 5-point stencil on a 24 x 24 grid, as the CSR attributes
+    ``tutti.splu`` reads of a scipy.sparse matrix (so that scipy is not needed here)."""
+
+    format = "csr"
+    dtype = np.dtype(np.float64)
+
+    def __init__(self, grid: int = 24, scale: float = 1.0):
+        n = grid * grid
+        indptr, indices, data = [0], [], []
+        for y in range(grid):
+            for x in range(grid):
+                row = x + grid * y
+                for inside, col, value in (
+                    (y > 0, row - grid, -1.2),
+                    (x > 0, row - 1, -1.3),
+                    (True, row, 4.5),
+                    (x < grid - 1, row + 1, -0.7),
+                    (y < grid - 1, row + grid, -0.8),
+                ):
+                    if inside:
+                        indices.append(col)
+                        data.append(scale * value)
+                indptr.append(len(indices))
+        self.shape = (n, n)
+        self.indptr = np.array(indptr, dtype=np.int64)
+        self.indices = np.array(indices, dtype=np.int64)
+        self.data = np.array(data)
+
+    def tocsr(self):
+        return self
+
+
+def sparse_over(world: tutti.World, what: str) -> None:
+    a = Stencil()
+    b = np.stack([np.arange(a.shape[0]) % 7 - 3.0, np.arange(a.shape[0]) % 5 * 0.25], axis=1)
+    with tutti.splu(a, resources=cpu(1, world)) as lu:
+        x = lu.solve(b)
+        check(lu.info["devices"] == world.size, f"{what}: info counts {world.size} ranks")
+        lu.refactor(Stencil(scale=2.0))
+        y = lu.solve(b[:, 0])
+    with tutti.splu(a, resources=cpu(world.size)) as alone:
+        x_alone = alone.solve(b)
+        alone.refactor(Stencil(scale=2.0))
+        y_alone = alone.solve(b[:, 0])
+    check(
+        x.tobytes() == x_alone.tobytes() and y.tobytes() == y_alone.tobytes(),
+        f"{what}: the sparse LU over {world.size} processes is bitwise that on "
+        f"{world.size} devices",
+    )
 
 
 def expect_failure(call, own_status, own_text: str, what: str) -> None:
@@ -119,6 +174,30 @@ with tutti.World.from_mpi4py(comm) as world:
         "`positions` must have shape (N, 3)",
         "positions of the wrong shape",
     )
+
+    sparse_over(world, "MPI.COMM_WORLD")
+    with tutti.splu(Stencil(), resources=cpu(1, world)) as lu:
+        # A NaN value on the last process only: the library refuses it there.
+        values = Stencil().data
+        if rank == size - 1:
+            values[11] = np.nan
+        expect_failure(
+            lambda: lu.refactor(values),
+            tutti.Status.ERROR_INVALID_ARGUMENT,
+            "NaN",
+            "a NaN sparse value",
+        )
+        lu.refactor(Stencil())
+        # A right-hand side of the wrong shape on the last process only: refused in Python.
+        n = Stencil().shape[0]
+        b = np.ones(n - 1 if rank == size - 1 else n)
+        expect_failure(
+            lambda: lu.solve(b),
+            tutti.Status.ERROR_INVALID_ARGUMENT,
+            "solve: `b` has shape",
+            "a right-hand side of the wrong shape",
+        )
+        check(np.all(np.isfinite(lu.solve(np.ones(n)))), "the sparse LU solves after them")
 
     check(comm.allreduce(rank) == size * (size - 1) // 2, "mpi4py's allreduce after them")
     fmm_over(world, "after the failures")
