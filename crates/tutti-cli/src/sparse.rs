@@ -837,7 +837,6 @@ fn relative_residual<T: Scalar>(a: &CsrMatrix<T>, x: &[T], b: &[T]) -> Result<f6
     Ok(worst)
 }
 
-/// The factorization, on one device or split among several.
 /// A solve's outcome, with the times of its two phases.
 struct Solved<T> {
     x: Vec<T>,
