@@ -177,7 +177,9 @@ module tutti
     end type tutti_rhf_matrices_t
 
     ! TuttiRhfOptions (tutti_rhf_options_default). `matrices_out` is c_null_ptr or c_loc of
-    ! a tutti_rhf_matrices_t target.
+    ! a tutti_rhf_matrices_t target. `gradient_tolerance` 0 (the default) converges on the
+    ! density change; a positive value on the energy change and the orbital gradient
+    ! (PySCF's conv_tol_grad); tutti_rhf_gradient refuses a non-zero value.
     type, bind(c), public :: tutti_rhf_options_t
         type(tutti_resources_t) :: resources
         integer(c_int) :: charge
@@ -187,6 +189,7 @@ module tutti
         real(c_double) :: density_tolerance
         type(c_ptr) :: matrices_out = c_null_ptr
         type(tutti_progress_callback_t) :: progress
+        real(c_double) :: gradient_tolerance
     end type tutti_rhf_options_t
 
     ! TuttiRhfResult: what tutti_rhf_energy computed (hartree, seconds).
@@ -201,6 +204,7 @@ module tutti
         integer(c_int) :: electrons = 0
         integer(c_int) :: iterations = 0
         integer(c_int) :: converged = 0
+        real(c_double) :: orbital_gradient = 0
     end type tutti_rhf_result_t
 
     ! TuttiGradientOptions (tutti_gradient_options_default).

@@ -493,7 +493,8 @@ typedef struct TuttiRhfOptions {
      */
     double energy_tolerance;
     /**
-     * ... and no density-matrix element by more than this (default 1e-8).
+     * ... and no density-matrix element by more than this (default 1e-8; not used when
+     * `gradient_tolerance` is set).
      */
     double density_tolerance;
     /**
@@ -508,6 +509,17 @@ typedef struct TuttiRhfOptions {
      * iteration (stage "iteration", `total` the iteration limit), with the energy.
      */
     struct TuttiProgressCallback progress;
+    /**
+     * 0 (the default): converge on the density change (`density_tolerance`). Positive:
+     * converge instead when the energy changes by less than `energy_tolerance` and the
+     * orbital gradient `|X^T (F P S - S P F) X|_F / sqrt(2)` (the norm PySCF's
+     * `conv_tol_grad` bounds; PySCF's default at `conv_tol` 1e-10 is 1e-5) is below this.
+     * The energy is then that of the density criterion to about the square of this, the
+     * orbitals and density only to about this. Negative, NaN or infinite:
+     * `TUTTI_ERROR_INVALID_ARGUMENT`. `tutti_rhf_gradient` refuses a non-zero value: the
+     * basis-set gradient needs the density criterion.
+     */
+    double gradient_tolerance;
 } TuttiRhfOptions;
 
 /**
@@ -551,10 +563,16 @@ typedef struct TuttiRhfResult {
      */
     int iterations;
     /**
-     * 1: the SCF met both tolerances (a run that does not fails with
+     * 1: the SCF met its criterion (a run that does not fails with
      * `TUTTI_ERROR_NOT_CONVERGED` instead of returning a result).
      */
     int converged;
+    /**
+     * The orbital gradient of the converged iteration, `|X^T (F P S - S P F) X|_F /
+     * sqrt(2)` (PySCF's `conv_tol_grad` norm); below `options->gradient_tolerance` when that
+     * was set.
+     */
+    double orbital_gradient;
 } TuttiRhfResult;
 
 /**
@@ -562,12 +580,15 @@ typedef struct TuttiRhfResult {
  *
  * The defaults are `tutti_rhf_options_default`'s with the density tolerance tightened to
  * 1e-9, as in Rust's `GradientOptions::default()` (the gradient is first order in the
- * density's error).
+ * density's error). The SCF always converges on the density change: a non-zero
+ * `rhf.gradient_tolerance` is `TUTTI_ERROR_INVALID_ARGUMENT` (the orbital-gradient
+ * criterion converges the density only to about its tolerance, too loose for the gradient).
  */
 typedef struct TuttiGradientOptions {
     /**
      * The SCF's options (see `TuttiRhfOptions`); `rhf.resources` also run every loop of
-     * the gradient (the same ranks, each loop split among them).
+     * the gradient (the same ranks, each loop split among them). `rhf.matrices_out` must be
+     * NULL and `rhf.gradient_tolerance` 0.
      */
     struct TuttiRhfOptions rhf;
     /**
@@ -1175,7 +1196,8 @@ extern "C" {
 
 /**
  * Writes the default RHF options to `*options`: the default resources, neutral,
- * spherical, 128 iterations, tolerances 1e-10 Eh and 1e-8.
+ * spherical, 128 iterations, tolerances 1e-10 Eh and 1e-8, `gradient_tolerance` 0 (the
+ * density criterion).
  *
  * # Safety
  * `options` is NULL or valid for writing a `TuttiRhfOptions`.
@@ -1209,14 +1231,16 @@ int tutti_rhf_matrices_free(struct TuttiRhfMatrices *matrices);
  * Outputs, written only on success: `*result_out` (caller-owned); and, when `json_out` is
  * not NULL, `*json_out`, a NUL-terminated JSON object (`energy`, `electronic_energy`,
  * `nuclear_repulsion`, `nao`, `shells`, `atoms`, `electrons`, `basis`, `angular`, `devices`,
- * `iterations`, `delta_energy`, `delta_density`, `homo`, `lumo`, `timings`) that the caller
- * owns and releases with `tutti_free_c`.
+ * `iterations`, `delta_energy`, `delta_density`, `orbital_gradient`, `homo`, `lumo`,
+ * `timings`) that the caller owns and releases with `tutti_free_c`.
  *
  * Errors: NULL `xyz_text`, `basis` or `result_out` (`TUTTI_ERROR_NULL_POINTER`); malformed
  * XYZ text, an unknown element, an unknown basis set or one without functions for an element,
  * a malformed basis file, an odd electron count, bad options
  * (`TUTTI_ERROR_INVALID_ARGUMENT`); a basis path that cannot be read (`TUTTI_ERROR_IO`); an
- * SCF that misses its tolerances within `max_iterations` (`TUTTI_ERROR_NOT_CONVERGED`).
+ * SCF that misses its tolerances within `max_iterations` (`TUTTI_ERROR_NOT_CONVERGED`, the
+ * message naming the criterion used and the last energy change, density change and orbital
+ * gradient).
  *
  * # Safety
  * `xyz_text` and `basis` are NULL or NUL-terminated strings; `options` is NULL or valid for
@@ -1280,10 +1304,11 @@ int tutti_gradient_options_default(struct TuttiGradientOptions *options);
  *
  * Errors: NULL `xyz_text`, `basis` or `result_out` (`TUTTI_ERROR_NULL_POINTER`); malformed
  * XYZ text, an unknown element, an unknown basis set or one without functions for an
- * element, a malformed basis file, an odd electron count, bad options
- * (`TUTTI_ERROR_INVALID_ARGUMENT`); a basis path that cannot be read (`TUTTI_ERROR_IO`); an
- * SCF that misses its tolerances within `max_iterations` (`TUTTI_ERROR_NOT_CONVERGED`);
- * no memory for the results (`TUTTI_ERROR_OUT_OF_MEMORY`).
+ * element, a malformed basis file, an odd electron count, bad options, among them a
+ * non-zero `rhf.gradient_tolerance` (`TUTTI_ERROR_INVALID_ARGUMENT`); a basis path that
+ * cannot be read (`TUTTI_ERROR_IO`); an SCF that misses its tolerances within
+ * `max_iterations` (`TUTTI_ERROR_NOT_CONVERGED`); no memory for the results
+ * (`TUTTI_ERROR_OUT_OF_MEMORY`).
  *
  * # Safety
  * `xyz_text` and `basis` are NULL or NUL-terminated strings; `options` is NULL or valid for

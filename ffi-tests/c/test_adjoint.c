@@ -72,8 +72,9 @@ int main(void) {
     CHECK(tutti_rhf_options_default(&options) == TUTTI_OK &&
               options.resources.kind == TUTTI_KIND_AUTO &&
               options.resources.devices == TUTTI_ALL_DEVICES && options.max_iterations == 128 &&
-              options.cartesian == 0,
-          "default options: the default resources, 128 iterations, spherical");
+              options.cartesian == 0 && options.gradient_tolerance == 0.0,
+          "default options: the default resources, 128 iterations, spherical, "
+          "gradient_tolerance 0 (the density criterion)");
     TuttiRhfResult serial, threaded;
     options.resources.kind = TUTTI_KIND_CPU;
     options.resources.devices = 1;
@@ -89,6 +90,26 @@ int main(void) {
     CHECK(fabs(serial.electronic_energy + serial.nuclear_repulsion - serial.energy) < 1e-10 &&
               fabs(serial.nuclear_repulsion - 9.194964854506077) < 1e-10,
           "E = E_el + E_nuc, E_nuc = %.12f Eh (PySCF 9.194964854506)", serial.nuclear_repulsion);
+
+    /* PySCF's criterion (orbital gradient below 1e-5): as few iterations, the same energy. */
+    TuttiRhfResult by_gradient = {0};
+    options.gradient_tolerance = 1e-5;
+    status = tutti_rhf_energy(WATER_XYZ, path, &options, &by_gradient, NULL);
+    CHECK(status == TUTTI_OK && by_gradient.converged == 1 &&
+              by_gradient.iterations <= serial.iterations &&
+              fabs(by_gradient.energy - serial.energy) < 1e-9 &&
+              by_gradient.orbital_gradient < 1e-5,
+          "gradient_tolerance 1e-5: %d iterations (density criterion: %d), |dE| = %.1e < 1e-9, "
+          "orbital gradient %.1e < 1e-5 (%d)",
+          by_gradient.iterations, serial.iterations, fabs(by_gradient.energy - serial.energy),
+          by_gradient.orbital_gradient, status);
+    options.gradient_tolerance = -1e-5;
+    status = tutti_rhf_energy(WATER_XYZ, path, &options, &by_gradient, NULL);
+    CHECK(status == TUTTI_ERROR_INVALID_ARGUMENT &&
+              strstr(tutti_last_error(), "options->gradient_tolerance"),
+          "a negative gradient_tolerance is TUTTI_ERROR_INVALID_ARGUMENT (%d: %s)", status,
+          tutti_last_error());
+    options.gradient_tolerance = 0.0;
 
     options.resources.devices = 2;
     char *json = NULL;
@@ -192,7 +213,8 @@ int main(void) {
     status = tutti_rhf_energy(WATER_XYZ, "sto-3g", &options, &untouched, NULL);
     CHECK(status == TUTTI_ERROR_NOT_CONVERGED &&
               strcmp(tutti_status_name(status), "TUTTI_ERROR_NOT_CONVERGED") == 0 &&
-              strstr(tutti_last_error(), "did not converge in 2 iterations"),
+              strstr(tutti_last_error(), "did not converge in 2 iterations") &&
+              strstr(tutti_last_error(), "orbital gradient"),
           "2 iterations is TUTTI_ERROR_NOT_CONVERGED: \"%s\"", tutti_last_error());
     CHECK(untouched.energy == 42.0, "the result is untouched after every failure");
 

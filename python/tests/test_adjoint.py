@@ -110,6 +110,29 @@ def test_errors_raise_with_status_and_message(tmp_path) -> None:
         tutti.rhf_energy(WATER, "sto-3g", threads=2)  # the old keyword is gone
 
 
+def test_the_orbital_gradient_criterion_converges_as_soon_to_the_same_energy() -> None:
+    # PySCF's criterion at its default (conv_tol_grad 1e-5 for conv_tol 1e-10).
+    by_density = tutti.rhf_energy(WATER, "6-31g", resources=cpu(1))
+    by_gradient = tutti.rhf_energy(WATER, "6-31g", resources=cpu(1), gradient_tolerance=1e-5)
+    assert by_gradient.converged
+    assert by_gradient.iterations <= by_density.iterations
+    assert abs(by_gradient.energy - by_density.energy) < 1e-9
+    assert 0 < by_gradient.orbital_gradient < 1e-5
+    assert by_gradient.summary["orbital_gradient"] == by_gradient.orbital_gradient
+    assert by_density.orbital_gradient < by_gradient.orbital_gradient
+
+    for bad in (-1e-5, float("nan"), float("inf"), 0.0):
+        with pytest.raises(tutti.InvalidArgumentError) as caught:
+            tutti.rhf_energy(WATER, "6-31g", resources=cpu(1), gradient_tolerance=bad)
+        assert "gradient_tolerance" in caught.value.message
+
+    # A run that stops early names the criterion it was using.
+    with pytest.raises(tutti.NotConvergedError) as caught:
+        tutti.rhf_energy(WATER, "sto-3g", max_iterations=2, gradient_tolerance=1e-5)
+    assert "did not converge in 2 iterations" in caught.value.message
+    assert "criterion: energy change and orbital gradient" in caught.value.message
+
+
 def test_rhf_structs_match_the_header(header: str) -> None:
     assert header_struct_fields(header, "TuttiRhfOptions") == [
         name for name, _ in tutti._CRhfOptions._fields_

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from . import molecule as _molecule
-from ._lib import _check, _int, declare, lib
+from ._lib import Status, TuttiError, _check, _int, declare, lib
 from .progress import _CProgressCallback, _ProgressHook
 from .resources import Resources, _c_resources, _CResources
 from .world import _entering_library, spans_world
@@ -38,6 +38,7 @@ class _CRhfOptions(ctypes.Structure):
         ("density_tolerance", ctypes.c_double),
         ("matrices_out", ctypes.POINTER(_CRhfMatrices)),
         ("progress", _CProgressCallback),
+        ("gradient_tolerance", ctypes.c_double),
     ]
 
 
@@ -53,14 +54,17 @@ class _CRhfResult(ctypes.Structure):
         ("electrons", ctypes.c_int),
         ("iterations", ctypes.c_int),
         ("converged", ctypes.c_int),
+        ("orbital_gradient", ctypes.c_double),
     ]
 
 
 @dataclass(frozen=True)
 class RhfEnergy:
-    """The outcome of :func:`rhf_energy`: energies in hartree, and the library's JSON summary
-    (``summary``: energy, nao, shells, atoms, electrons, basis, angular, devices,
-    iterations, delta_energy, delta_density, homo, lumo, timings in seconds)."""
+    """The outcome of :func:`rhf_energy`: energies in hartree, the converged iteration's
+    orbital gradient (``orbital_gradient``: ``|X^T (F P S - S P F) X|_F / sqrt(2)``, the norm
+    PySCF's ``conv_tol_grad`` bounds), and the library's JSON summary (``summary``: energy,
+    nao, shells, atoms, electrons, basis, angular, devices, iterations, delta_energy,
+    delta_density, orbital_gradient, homo, lumo, timings in seconds)."""
 
     energy: float
     electronic_energy: float
@@ -69,6 +73,7 @@ class RhfEnergy:
     electrons: int
     iterations: int
     converged: bool
+    orbital_gradient: float
     summary: dict
     #: With ``matrices=True``: the ``nmo`` orbital energies, ascending (PySCF's ``mo_energy``).
     orbital_energies: Optional["numpy.ndarray"] = None
@@ -213,6 +218,7 @@ def rhf_energy(
     charge: int = 0,
     cartesian: bool = False,
     max_iterations: int | None = None,
+    gradient_tolerance: float | None = None,
     progress=None,
     matrices: bool = False,
 ) -> RhfEnergy:
@@ -229,7 +235,12 @@ def rhf_energy(
     agrees with one to rounding (1e-12 relative). A basis or element the library does not
     know, or a bad device request, raises TuttiError with ``Status.ERROR_INVALID_ARGUMENT``;
     a memory cap too small for the run, ``Status.ERROR_OUT_OF_MEMORY`` (before any work); an
-    SCF that does not converge, ``Status.ERROR_NOT_CONVERGED``. ``progress``, a callable,
+    SCF that does not converge, ``Status.ERROR_NOT_CONVERGED``. ``gradient_tolerance``
+    (``None``: converge on the density change) converges instead on the energy change and
+    the orbital gradient, PySCF's criterion (``conv_tol_grad``; its default at ``conv_tol``
+    1e-10 is 1e-5): the energy is the same to about its square, the orbitals and density
+    only to about it. It must be positive and finite (``Status.ERROR_INVALID_ARGUMENT``
+    otherwise). ``progress``, a callable,
     receives a :class:`tutti.Progress` after each SCF iteration, with its energy as
     ``value`` (``tutti.progress`` says how an exception in it is raised).
     ``matrices=True`` also returns the converged orbital energies, MO coefficients and
@@ -247,6 +258,15 @@ def rhf_energy(
     options.cartesian = 1 if cartesian else 0
     if max_iterations is not None:
         options.max_iterations = _int(max_iterations, "max_iterations").value
+    if gradient_tolerance is not None:
+        # 0 means "unset" in C: refused here, so that only None selects the density criterion.
+        if float(gradient_tolerance) == 0.0:
+            raise TuttiError(
+                Status.ERROR_INVALID_ARGUMENT,
+                "rhf_energy: `gradient_tolerance` is 0: expected a positive finite number, "
+                "or None for the density criterion",
+            )
+        options.gradient_tolerance = float(gradient_tolerance)
     hook = _ProgressHook(progress, "rhf_energy")
     options.progress = hook.c
     c_matrices = _CRhfMatrices()
@@ -304,6 +324,7 @@ def rhf_energy(
         electrons=result.electrons,
         iterations=result.iterations,
         converged=bool(result.converged),
+        orbital_gradient=result.orbital_gradient,
         summary=summary,
         **arrays,
     )

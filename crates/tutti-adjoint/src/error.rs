@@ -70,8 +70,21 @@ pub enum AdjointError {
         /// The largest supported angular momentum.
         max: usize,
     },
-    /// The SCF did not converge within the iteration limit.
-    #[error("RHF did not converge in {iterations} iterations: last energy change {delta_energy:.3e} Eh (target {energy_tolerance:.1e}), density change {delta_density:.3e} (target {density_tolerance:.1e})")]
+    /// The SCF did not converge within the iteration limit. The message names the criterion
+    /// that was used: the energy and density changes, or, with `gradient_tolerance` set, the
+    /// energy change and the orbital gradient; the quantity the criterion did not use is
+    /// reported too, without a target.
+    #[error(
+        "RHF did not converge in {iterations} iterations {}",
+        not_converged_detail(
+            *.delta_energy,
+            *.delta_density,
+            *.orbital_gradient,
+            *.energy_tolerance,
+            *.density_tolerance,
+            *.gradient_tolerance,
+        )
+    )]
     NotConverged {
         /// Iterations done.
         iterations: usize,
@@ -79,10 +92,16 @@ pub enum AdjointError {
         delta_energy: f64,
         /// max |P_n - P_{n-1}| at the last iteration.
         delta_density: f64,
+        /// The orbital gradient of the last iteration's Fock matrix and density,
+        /// `|X^T (F P S - S P F) X|_F / sqrt(2)` (PySCF's `conv_tol_grad` norm).
+        orbital_gradient: f64,
         /// The energy target, hartree.
         energy_tolerance: f64,
-        /// The density target.
+        /// The density target (the criterion when `gradient_tolerance` is `None`).
         density_tolerance: f64,
+        /// The orbital-gradient target when that criterion was used
+        /// ([`crate::ScfOptions::gradient_tolerance`]); `None`: the density criterion was.
+        gradient_tolerance: Option<f64>,
     },
     /// A linear-algebra step failed (an eigendecomposition that did not converge).
     #[error("linear algebra: {0}")]
@@ -173,10 +192,74 @@ impl From<RunError<AdjointError>> for AdjointError {
     }
 }
 
+/// The part of [`AdjointError::NotConverged`]'s message after the iteration count: the
+/// criterion used, the last values of its quantities with their targets, then the quantity
+/// it did not use.
+fn not_converged_detail(
+    delta_energy: f64,
+    delta_density: f64,
+    orbital_gradient: f64,
+    energy_tolerance: f64,
+    density_tolerance: f64,
+    gradient_tolerance: Option<f64>,
+) -> String {
+    let energy =
+        format!("last energy change {delta_energy:.3e} Eh (target {energy_tolerance:.1e})");
+    match gradient_tolerance {
+        None => format!(
+            "(criterion: energy and density changes): {energy}, density change \
+             {delta_density:.3e} (target {density_tolerance:.1e}); orbital gradient \
+             {orbital_gradient:.3e}"
+        ),
+        Some(gradient_tolerance) => format!(
+            "(criterion: energy change and orbital gradient): {energy}, orbital gradient \
+             {orbital_gradient:.3e} (target {gradient_tolerance:.1e}); density change \
+             {delta_density:.3e}"
+        ),
+    }
+}
+
 /// An [`AdjointError::InvalidArgument`].
 pub(crate) fn invalid(argument: &'static str, message: impl Into<String>) -> AdjointError {
     AdjointError::InvalidArgument {
         argument,
         message: message.into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::AdjointError;
+
+    fn not_converged(gradient_tolerance: Option<f64>) -> AdjointError {
+        AdjointError::NotConverged {
+            iterations: 7,
+            delta_energy: 2.5e-6,
+            delta_density: 3e-4,
+            orbital_gradient: 4e-3,
+            energy_tolerance: 1e-10,
+            density_tolerance: 1e-8,
+            gradient_tolerance,
+        }
+    }
+
+    #[test]
+    fn not_converged_names_the_criterion_used_and_the_other_quantity() {
+        for (gradient_tolerance, expected) in [
+            (
+                None,
+                "RHF did not converge in 7 iterations (criterion: energy and density changes): \
+                 last energy change 2.500e-6 Eh (target 1.0e-10), density change 3.000e-4 \
+                 (target 1.0e-8); orbital gradient 4.000e-3",
+            ),
+            (
+                Some(1e-5),
+                "RHF did not converge in 7 iterations (criterion: energy change and orbital \
+                 gradient): last energy change 2.500e-6 Eh (target 1.0e-10), orbital gradient \
+                 4.000e-3 (target 1.0e-5); density change 3.000e-4",
+            ),
+        ] {
+            assert_eq!(not_converged(gradient_tolerance).to_string(), expected);
+        }
     }
 }

@@ -525,7 +525,9 @@ pub(crate) fn scf_rank(
         let full = built.is_none()
             || incremental_builds + 1 >= rebuild_every
             || near_convergence
-            || confirm;
+            || confirm
+            // The last allowed iteration cannot confirm on a next one.
+            || iteration == options.max_iterations;
         let build = |matrix: MatRef<'_, f64>| -> Result<CoulombExchange> {
             if options.serial_fock {
                 return Ok(builder.serial(matrix));
@@ -630,8 +632,10 @@ pub(crate) fn scf_rank(
         iterations: options.max_iterations,
         delta_energy,
         delta_density,
+        orbital_gradient,
         energy_tolerance: options.energy_tolerance,
         density_tolerance: options.density_tolerance,
+        gradient_tolerance: options.gradient_tolerance,
     })
 }
 

@@ -75,8 +75,48 @@ fn odd_electrons_and_iteration_limit_are_errors() {
     )
     .unwrap_err();
     assert!(
-        matches!(error, AdjointError::NotConverged { iterations: 3, .. }),
+        matches!(
+            error,
+            AdjointError::NotConverged {
+                iterations: 3,
+                gradient_tolerance: None,
+                ..
+            }
+        ),
         "{error}"
+    );
+    let message = error.to_string();
+    assert!(
+        message.contains("(criterion: energy and density changes)")
+            && message.contains("orbital gradient"),
+        "{message}"
+    );
+    // With the orbital-gradient criterion, the message names it and its target.
+    let error = rhf(
+        &molecule,
+        &basis,
+        &ScfOptions::default()
+            .with_max_iterations(3)
+            .with_gradient_tolerance(Some(1e-5)),
+    )
+    .unwrap_err();
+    match &error {
+        AdjointError::NotConverged {
+            iterations: 3,
+            orbital_gradient,
+            gradient_tolerance: Some(tolerance),
+            ..
+        } => {
+            assert_eq!(*tolerance, 1e-5);
+            assert!(orbital_gradient.is_finite() && *orbital_gradient > 0.0);
+        }
+        other => panic!("{other:?}"),
+    }
+    let message = error.to_string();
+    assert!(
+        message.contains("(criterion: energy change and orbital gradient)")
+            && message.contains("(target 1.0e-5)"),
+        "{message}"
     );
 }
 

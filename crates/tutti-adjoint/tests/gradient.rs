@@ -518,3 +518,19 @@ fn exponent_optimization_lowers_the_energy() {
     assert!(first.energy - last.energy > 0.1, "{steps:?}");
     assert!(last.gradient_norm < 0.6 * first.gradient_norm, "{steps:?}");
 }
+
+/// The orbital-gradient criterion leaves the density accurate only to about its tolerance,
+/// and the basis-set gradient is first order in the density's error: refused.
+#[test]
+fn the_orbital_gradient_criterion_is_refused_for_a_gradient() {
+    let case = common::load("h2o_sto3g");
+    let (molecule, basis) = (case.molecule(), case.basis(AngularKind::Spherical));
+    let mut options = options(1, false);
+    options.scf.gradient_tolerance = Some(1e-5);
+    match rhf_gradient(&molecule, &basis, &options) {
+        Err(tutti_adjoint::AdjointError::InvalidArgument { argument, .. }) => {
+            assert_eq!(argument, "gradient_tolerance")
+        }
+        other => panic!("{:?}", other.map(|g| g.energy)),
+    }
+}

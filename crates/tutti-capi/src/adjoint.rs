@@ -40,7 +40,8 @@ pub struct TuttiRhfOptions {
     /// Converged when the energy changes by less than this between two iterations, hartree
     /// (default 1e-10) ...
     pub energy_tolerance: f64,
-    /// ... and no density-matrix element by more than this (default 1e-8).
+    /// ... and no density-matrix element by more than this (default 1e-8; not used when
+    /// `gradient_tolerance` is set).
     pub density_tolerance: f64,
     /// NULL (the default), or where `tutti_rhf_energy` and `tutti_rhf_energy_bohr` write the
     /// converged orbitals and density (`TuttiRhfMatrices`, arrays allocated by tutti, released
@@ -50,6 +51,15 @@ pub struct TuttiRhfOptions {
     /// Where progress is reported (default: nowhere; see `TuttiProgressCallback`). Each SCF
     /// iteration (stage "iteration", `total` the iteration limit), with the energy.
     pub progress: TuttiProgressCallback,
+    /// 0 (the default): converge on the density change (`density_tolerance`). Positive:
+    /// converge instead when the energy changes by less than `energy_tolerance` and the
+    /// orbital gradient `|X^T (F P S - S P F) X|_F / sqrt(2)` (the norm PySCF's
+    /// `conv_tol_grad` bounds; PySCF's default at `conv_tol` 1e-10 is 1e-5) is below this.
+    /// The energy is then that of the density criterion to about the square of this, the
+    /// orbitals and density only to about this. Negative, NaN or infinite:
+    /// `TUTTI_ERROR_INVALID_ARGUMENT`. `tutti_rhf_gradient` refuses a non-zero value: the
+    /// basis-set gradient needs the density criterion.
+    pub gradient_tolerance: f64,
 }
 
 /// The converged RHF's orbitals and density, in the AO order of PySCF for the same basis
@@ -112,9 +122,13 @@ pub struct TuttiRhfResult {
     pub electrons: c_int,
     /// SCF iterations (Fock builds).
     pub iterations: c_int,
-    /// 1: the SCF met both tolerances (a run that does not fails with
+    /// 1: the SCF met its criterion (a run that does not fails with
     /// `TUTTI_ERROR_NOT_CONVERGED` instead of returning a result).
     pub converged: c_int,
+    /// The orbital gradient of the converged iteration, `|X^T (F P S - S P F) X|_F /
+    /// sqrt(2)` (PySCF's `conv_tol_grad` norm); below `options->gradient_tolerance` when that
+    /// was set.
+    pub orbital_gradient: f64,
 }
 
 impl Default for TuttiRhfOptions {
@@ -129,12 +143,14 @@ impl Default for TuttiRhfOptions {
             density_tolerance: defaults.density_tolerance,
             matrices_out: ptr::null_mut(),
             progress: TuttiProgressCallback::default(),
+            gradient_tolerance: defaults.gradient_tolerance.unwrap_or(0.0),
         }
     }
 }
 
 /// Writes the default RHF options to `*options`: the default resources, neutral,
-/// spherical, 128 iterations, tolerances 1e-10 Eh and 1e-8.
+/// spherical, 128 iterations, tolerances 1e-10 Eh and 1e-8, `gradient_tolerance` 0 (the
+/// density criterion).
 ///
 /// # Safety
 /// `options` is NULL or valid for writing a `TuttiRhfOptions`.
@@ -222,6 +238,7 @@ unsafe fn settings<'w>(
         )?);
     scf.energy_tolerance = positive_tolerance(options.energy_tolerance, "energy_tolerance")?;
     scf.density_tolerance = positive_tolerance(options.density_tolerance, "density_tolerance")?;
+    scf.gradient_tolerance = optional_tolerance(options.gradient_tolerance, "gradient_tolerance")?;
     scf.progress = options.progress.to_rust();
     Ok((
         RhfSettings {
@@ -252,6 +269,19 @@ fn positive_tolerance(value: f64, name: &str) -> Result<f64, Error> {
     } else {
         Err(Error::invalid_argument(format!(
             "options->{name} is {value}: expected a positive finite number"
+        )))
+    }
+}
+
+/// An optional tolerance: 0 is unset (`None`), a positive finite number is the tolerance.
+fn optional_tolerance(value: f64, name: &str) -> Result<Option<f64>, Error> {
+    if value == 0.0 {
+        Ok(None)
+    } else if value > 0.0 && value.is_finite() {
+        Ok(Some(value))
+    } else {
+        Err(Error::invalid_argument(format!(
+            "options->{name} is {value}: expected 0 (unset) or a positive finite number"
         )))
     }
 }
@@ -321,6 +351,7 @@ fn energy(
         electrons: to_c_int(molecule.electron_count(), "the electron count")?,
         iterations: to_c_int(result.iterations, "the iteration count")?,
         converged: 1,
+        orbital_gradient: result.orbital_gradient,
     };
     let matrices_out = if settings.matrices_out.is_null() {
         None
@@ -476,14 +507,16 @@ pub(crate) unsafe fn optional_json_out<'a>(
 /// Outputs, written only on success: `*result_out` (caller-owned); and, when `json_out` is
 /// not NULL, `*json_out`, a NUL-terminated JSON object (`energy`, `electronic_energy`,
 /// `nuclear_repulsion`, `nao`, `shells`, `atoms`, `electrons`, `basis`, `angular`, `devices`,
-/// `iterations`, `delta_energy`, `delta_density`, `homo`, `lumo`, `timings`) that the caller
-/// owns and releases with `tutti_free_c`.
+/// `iterations`, `delta_energy`, `delta_density`, `orbital_gradient`, `homo`, `lumo`,
+/// `timings`) that the caller owns and releases with `tutti_free_c`.
 ///
 /// Errors: NULL `xyz_text`, `basis` or `result_out` (`TUTTI_ERROR_NULL_POINTER`); malformed
 /// XYZ text, an unknown element, an unknown basis set or one without functions for an element,
 /// a malformed basis file, an odd electron count, bad options
 /// (`TUTTI_ERROR_INVALID_ARGUMENT`); a basis path that cannot be read (`TUTTI_ERROR_IO`); an
-/// SCF that misses its tolerances within `max_iterations` (`TUTTI_ERROR_NOT_CONVERGED`).
+/// SCF that misses its tolerances within `max_iterations` (`TUTTI_ERROR_NOT_CONVERGED`, the
+/// message naming the criterion used and the last energy change, density change and orbital
+/// gradient).
 ///
 /// # Safety
 /// `xyz_text` and `basis` are NULL or NUL-terminated strings; `options` is NULL or valid for
@@ -921,6 +954,46 @@ END
         assert!(json.contains("\"devices\":2"), "{json}");
     }
 
+    /// With `gradient_tolerance` (PySCF's criterion at its default, 1e-5) water/6-31g
+    /// converges in no more iterations than by the density change, to the same energy within
+    /// 1e-9 Eh, with the reported orbital gradient below the tolerance.
+    #[test]
+    fn the_orbital_gradient_criterion_converges_as_soon_to_the_same_energy() {
+        let (by_density, json) =
+            xyz_energy(WATER_XYZ, c"6-31g", &options(1)).expect("density criterion");
+        let mut by_gradient_options = options(1);
+        by_gradient_options.gradient_tolerance = 1e-5;
+        let (by_gradient, _) =
+            xyz_energy(WATER_XYZ, c"6-31g", &by_gradient_options).expect("gradient criterion");
+        assert!(
+            by_gradient.iterations <= by_density.iterations,
+            "{} vs {}",
+            by_gradient.iterations,
+            by_density.iterations
+        );
+        assert!(
+            (by_gradient.energy - by_density.energy).abs() < 1e-9,
+            "{} vs {}",
+            by_gradient.energy,
+            by_density.energy
+        );
+        assert_eq!(by_gradient.converged, 1);
+        assert!(
+            by_gradient.orbital_gradient > 0.0 && by_gradient.orbital_gradient < 1e-5,
+            "{}",
+            by_gradient.orbital_gradient
+        );
+        // The density criterion's result reports its orbital gradient too, as the JSON does.
+        assert!(by_density.orbital_gradient < by_gradient.orbital_gradient);
+        assert!(json.contains("\"orbital_gradient\":"), "{json}");
+        let mut negative = by_gradient_options;
+        negative.gradient_tolerance = -1e-5;
+        let (status, message) =
+            xyz_energy(WATER_XYZ, c"6-31g", &negative).expect_err("a negative tolerance");
+        assert_eq!(status, TuttiStatus::TUTTI_ERROR_INVALID_ARGUMENT.code());
+        assert!(message.contains("options->gradient_tolerance"), "{message}");
+    }
+
     #[test]
     fn null_arguments_are_errors_and_outputs_stay_untouched() {
         let mut result = TuttiRhfResult {
@@ -1029,7 +1102,26 @@ END
                 ..defaults
             },
             TuttiStatus::TUTTI_ERROR_NOT_CONVERGED.code(),
-            &["did not converge in 2 iterations"],
+            &[
+                "did not converge in 2 iterations",
+                "criterion: energy and density changes",
+                "orbital gradient",
+            ],
+        );
+        check(
+            WATER_XYZ,
+            c"sto-3g",
+            &TuttiRhfOptions {
+                max_iterations: 2,
+                gradient_tolerance: 1e-5,
+                ..defaults
+            },
+            TuttiStatus::TUTTI_ERROR_NOT_CONVERGED.code(),
+            &[
+                "did not converge in 2 iterations",
+                "criterion: energy change and orbital gradient",
+                "(target 1.0e-5)",
+            ],
         );
         for (bad, word) in [
             (
@@ -1069,6 +1161,27 @@ END
                     ..defaults
                 },
                 "density_tolerance",
+            ),
+            (
+                TuttiRhfOptions {
+                    gradient_tolerance: -1e-5,
+                    ..defaults
+                },
+                "options->gradient_tolerance is -0.00001",
+            ),
+            (
+                TuttiRhfOptions {
+                    gradient_tolerance: f64::NAN,
+                    ..defaults
+                },
+                "options->gradient_tolerance is NaN",
+            ),
+            (
+                TuttiRhfOptions {
+                    gradient_tolerance: f64::INFINITY,
+                    ..defaults
+                },
+                "options->gradient_tolerance is inf",
             ),
         ] {
             check(WATER_XYZ, c"sto-3g", &bad, invalid, &[word]);
@@ -1123,6 +1236,7 @@ END
             density_tolerance: 9.0,
             matrices_out: ptr::NonNull::dangling().as_ptr(),
             progress: crate::progress::recording::Seen::default().callback(),
+            gradient_tolerance: 9.0,
         };
         // SAFETY: a valid pointer to a local.
         assert_eq!(unsafe { tutti_rhf_options_default(&mut options) }, 0);
@@ -1134,6 +1248,8 @@ END
         assert_eq!(options.max_iterations as usize, scf.max_iterations);
         assert_eq!(options.energy_tolerance, scf.energy_tolerance);
         assert_eq!(options.density_tolerance, scf.density_tolerance);
+        assert_eq!(scf.gradient_tolerance, None);
+        assert_eq!(options.gradient_tolerance, 0.0);
         assert_eq!(options.progress, TuttiProgressCallback::default());
         assert!(options.matrices_out.is_null());
     }

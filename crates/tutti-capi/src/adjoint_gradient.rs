@@ -28,12 +28,15 @@ use crate::world::checked;
 ///
 /// The defaults are `tutti_rhf_options_default`'s with the density tolerance tightened to
 /// 1e-9, as in Rust's `GradientOptions::default()` (the gradient is first order in the
-/// density's error).
+/// density's error). The SCF always converges on the density change: a non-zero
+/// `rhf.gradient_tolerance` is `TUTTI_ERROR_INVALID_ARGUMENT` (the orbital-gradient
+/// criterion converges the density only to about its tolerance, too loose for the gradient).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TuttiGradientOptions {
     /// The SCF's options (see `TuttiRhfOptions`); `rhf.resources` also run every loop of
-    /// the gradient (the same ranks, each loop split among them).
+    /// the gradient (the same ranks, each loop split among them). `rhf.matrices_out` must be
+    /// NULL and `rhf.gradient_tolerance` 0.
     pub rhf: TuttiRhfOptions,
     /// 1 to run the serial reference implementation, 0 (default) for the one split among the
     /// devices and threaded over shell pairs; both give the same gradient to round-off.
@@ -297,10 +300,11 @@ impl StagedGradient {
 ///
 /// Errors: NULL `xyz_text`, `basis` or `result_out` (`TUTTI_ERROR_NULL_POINTER`); malformed
 /// XYZ text, an unknown element, an unknown basis set or one without functions for an
-/// element, a malformed basis file, an odd electron count, bad options
-/// (`TUTTI_ERROR_INVALID_ARGUMENT`); a basis path that cannot be read (`TUTTI_ERROR_IO`); an
-/// SCF that misses its tolerances within `max_iterations` (`TUTTI_ERROR_NOT_CONVERGED`);
-/// no memory for the results (`TUTTI_ERROR_OUT_OF_MEMORY`).
+/// element, a malformed basis file, an odd electron count, bad options, among them a
+/// non-zero `rhf.gradient_tolerance` (`TUTTI_ERROR_INVALID_ARGUMENT`); a basis path that
+/// cannot be read (`TUTTI_ERROR_IO`); an SCF that misses its tolerances within
+/// `max_iterations` (`TUTTI_ERROR_NOT_CONVERGED`); no memory for the results
+/// (`TUTTI_ERROR_OUT_OF_MEMORY`).
 ///
 /// # Safety
 /// `xyz_text` and `basis` are NULL or NUL-terminated strings; `options` is NULL or valid for
@@ -330,6 +334,14 @@ pub unsafe extern "C" fn tutti_rhf_gradient(
                         "options->rhf.matrices_out is not NULL: the gradient returns no \
                          matrices (use tutti_rhf_energy for them)",
                     ));
+                }
+                if settings.scf.gradient_tolerance.is_some() {
+                    return Err(Error::invalid_argument(format!(
+                        "options->rhf.gradient_tolerance is {}: the gradient's SCF converges \
+                         on the density change (the orbital-gradient criterion leaves the \
+                         density too loose for it); leave it 0",
+                        options.rhf.gradient_tolerance
+                    )));
                 }
                 let serial = match options.serial {
                     0 => false,
@@ -733,6 +745,18 @@ END
                 WATER_XYZ,
                 c"sto-3g",
                 {
+                    let mut by_gradient = defaults;
+                    by_gradient.rhf.gradient_tolerance = 1e-5;
+                    by_gradient
+                },
+                invalid,
+                "options->rhf.gradient_tolerance is 0.00001: the gradient's SCF converges on \
+                 the density change",
+            ),
+            (
+                WATER_XYZ,
+                c"sto-3g",
+                {
                     let mut capped = options(2, 0);
                     capped.rhf.resources.device_memory_bytes = 1024;
                     capped
@@ -797,6 +821,7 @@ END
             ..TuttiRhfOptions::default()
         };
         assert_eq!(options.rhf, rhf);
+        assert_eq!(options.rhf.gradient_tolerance, 0.0);
         assert_eq!(options.serial, 0);
     }
 }

@@ -339,8 +339,22 @@ mod tests {
                 iterations: 1,
                 delta_energy: 1.0,
                 delta_density: 1.0,
+                orbital_gradient: 1.0,
                 energy_tolerance: 1e-10,
                 density_tolerance: 1e-8,
+                gradient_tolerance: None,
+            },
+            computation,
+        );
+        check(
+            AdjointError::NotConverged {
+                iterations: 1,
+                delta_energy: 1.0,
+                delta_density: 1.0,
+                orbital_gradient: 1.0,
+                energy_tolerance: 1e-10,
+                density_tolerance: 1e-8,
+                gradient_tolerance: Some(1e-5),
             },
             computation,
         );

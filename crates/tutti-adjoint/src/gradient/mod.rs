@@ -173,10 +173,26 @@ pub fn rhf_gradient(
     basis: &Basis,
     options: &GradientOptions,
 ) -> Result<RhfGradient> {
-    validate(&options.scf)?;
+    validate_gradient(options)?;
     occupied_orbitals(molecule)?;
     let group = Group::from_resources(&options.scf.resources, crate::GPU_USE)?;
     rhf_gradient_on(&group, molecule, basis, options)
+}
+
+/// The SCF's options, and no orbital-gradient criterion: it leaves the density (and so the
+/// gradient) accurate only to about its tolerance.
+fn validate_gradient(options: &GradientOptions) -> Result<()> {
+    validate(&options.scf)?;
+    if let Some(tolerance) = options.scf.gradient_tolerance {
+        return Err(crate::error::invalid(
+            "gradient_tolerance",
+            format!(
+                "{tolerance:e}: the gradient's SCF converges on the density change (the \
+                 orbital-gradient criterion leaves the density too loose for it); leave it None"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// [`rhf_gradient`] on a group made by the caller: the way to run it across processes, on a
@@ -191,7 +207,7 @@ pub fn rhf_gradient_on(
     options: &GradientOptions,
 ) -> Result<RhfGradient> {
     // A failure before the run releases the other processes of a spanning group.
-    group.before_run(validate(&options.scf).and_then(|()| {
+    group.before_run(validate_gradient(options).and_then(|()| {
         occupied_orbitals(molecule)?;
         crate::plan::check(
             group,
