@@ -703,9 +703,6 @@ mod tests {
         }
         // Sums of a few hundred terms of mixed sign, in another order: a few ulps of the
         // quartet's Schwarz bound.
-        println!(
-            "{swapped} quartets swapped, {kept} kept; largest difference {worst:.2e} Q_ab Q_cd"
-        );
         assert!(
             worst <= 1e-13,
             "orientations differ by {worst:.2e} of the Schwarz bound"
