@@ -214,21 +214,13 @@ impl<T: Scalar> Factors<T> {
     fn new(state: &State, a: &CsrMatrix<T>) -> Result<Self, Error> {
         let (symbolic, options) = (&state.symbolic, state.factor_options);
         if state.group.size() == 1 {
-            // The device's threads factor independent subtrees and large fronts' updates.
-            let pool = state
-                .group
-                .devices()
-                .first()
-                .ok_or_else(|| {
-                    Error::new(
-                        TuttiStatus::TUTTI_ERROR_DEVICE,
-                        "the group has no device in this process",
-                    )
-                })?
-                .thread_pool()
-                .map_err(device_error)?;
-            return pool
-                .install(|| Factorization::new(Arc::clone(symbolic), a, options))
+            let device = state.group.devices().first().ok_or_else(|| {
+                Error::new(
+                    TuttiStatus::TUTTI_ERROR_DEVICE,
+                    "the group has no device in this process",
+                )
+            })?;
+            return Factorization::on_device(device, Arc::clone(symbolic), a, options)
                 .map(Self::One)
                 .map_err(sparse_error);
         }

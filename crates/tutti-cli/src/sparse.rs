@@ -890,15 +890,12 @@ fn factor_and_solve<T: Field>(
     }
     let factored = Instant::now();
     let (info, perturbed, factor_seconds, solve_seconds) = if group.size() == 1 {
-        // The device's threads factor independent subtrees and large fronts' updates.
-        let pool = group
+        let device = group
             .devices()
             .first()
-            .ok_or_else(|| Failure::computation("the group has no device in this process"))?
-            .thread_pool()
-            .map_err(|error| Failure::computation(format!("the device's threads: {error}")))?;
+            .ok_or_else(|| Failure::computation("the group has no device in this process"))?;
         let lu =
-            pool.install(|| Factorization::new(Arc::clone(symbolic), a, FactorOptions::default()))?;
+            Factorization::on_device(device, Arc::clone(symbolic), a, FactorOptions::default())?;
         let factor_seconds = factored.elapsed().as_secs_f64();
         let solved = Instant::now();
         let info = lu.solve_in_place(&mut x, rhs.count, &options)?;

@@ -6,6 +6,7 @@
 
 mod common;
 
+use std::path::Path;
 use std::process::{Command, Output};
 
 use common::{lcg, scratch, text, write_npy, write_train};
@@ -166,6 +167,52 @@ fn fmm_over_processes_writes_bitwise_the_files_of_threads() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `tutti sparse solve` (`command`, without `-d` and `--out`) under `mpirun -n processes`
+/// with one device each, against as many devices in one process: the same solution file,
+/// byte for byte, rank 0 alone printing, the report naming `dtype`.
+fn sparse_solve_over_processes(dir: &Path, command: &[&str], processes: usize, dtype: &str) {
+    let count = processes.to_string();
+    let threads = dir.join(format!("threads{processes}.npy"));
+    let on_threads = alone(&[command, &["-d", &count, "--out", text(&threads)]].concat());
+    assert!(on_threads.status.success(), "{on_threads:?}");
+    let over = dir.join(format!("processes{processes}.npy"));
+    let over_mpi = mpirun(
+        processes,
+        &[command, &["-d", "1", "--out", text(&over)]].concat(),
+    );
+    assert!(
+        over_mpi.status.success(),
+        "mpirun -n {processes} tutti sparse solve: {}",
+        String::from_utf8_lossy(&over_mpi.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&over_mpi.stdout);
+    assert_eq!(
+        stdout.matches("sparse: ").count(),
+        1,
+        "rank 0 alone prints:\n{stdout}"
+    );
+    assert!(stdout.contains(dtype), "{stdout}");
+    assert!(
+        stdout.contains(&format!("{processes} device(s)")),
+        "{stdout}"
+    );
+    let read = |path: &Path| std::fs::read(path).expect("the solution file");
+    let solution = read(&over);
+    let numpy_type = if dtype == "complex128" {
+        "'<c16'"
+    } else {
+        "'<f8'"
+    };
+    assert!(
+        String::from_utf8_lossy(&solution[..solution.len().min(128)]).contains(numpy_type),
+        "the solution is {dtype}"
+    );
+    assert!(
+        solution == read(&threads),
+        "{processes} processes against threads"
+    );
+}
+
 #[test]
 fn sparse_over_processes_writes_bitwise_the_solution_of_threads() {
     if !have_mpirun() {
@@ -184,35 +231,7 @@ fn sparse_over_processes_writes_bitwise_the_solution_of_threads() {
         "cpu",
     ];
     for processes in [2usize, 3] {
-        let count = processes.to_string();
-        let threads = dir.join(format!("threads{processes}.npy"));
-        let on_threads = alone(&[&command[..], &["-d", &count, "--out", text(&threads)]].concat());
-        assert!(on_threads.status.success(), "{on_threads:?}");
-        let over = dir.join(format!("processes{processes}.npy"));
-        let over_mpi = mpirun(
-            processes,
-            &[&command[..], &["-d", "1", "--out", text(&over)]].concat(),
-        );
-        assert!(
-            over_mpi.status.success(),
-            "mpirun -n {processes} tutti sparse solve: {}",
-            String::from_utf8_lossy(&over_mpi.stderr)
-        );
-        let stdout = String::from_utf8_lossy(&over_mpi.stdout);
-        assert_eq!(
-            stdout.matches("sparse: ").count(),
-            1,
-            "rank 0 alone prints:\n{stdout}"
-        );
-        assert!(
-            stdout.contains(&format!("{processes} device(s)")),
-            "{stdout}"
-        );
-        let read = |path: &std::path::Path| std::fs::read(path).expect("the solution file");
-        assert!(
-            read(&over) == read(&threads),
-            "{processes} processes against threads"
-        );
+        sparse_solve_over_processes(&dir, &command, processes, "float64");
     }
     let info = mpirun(
         2,
@@ -241,41 +260,7 @@ fn complex_sparse_over_processes_writes_bitwise_the_solution_of_threads() {
     tutti_sparse::matrix_market::write(&mtx, &a).expect("write mtx");
     let command = ["sparse", "solve", "--matrix", text(&mtx), "--kind", "cpu"];
     for processes in [2usize, 3] {
-        let count = processes.to_string();
-        let threads = dir.join(format!("threads{processes}.npy"));
-        let on_threads = alone(&[&command[..], &["-d", &count, "--out", text(&threads)]].concat());
-        assert!(on_threads.status.success(), "{on_threads:?}");
-        let over = dir.join(format!("processes{processes}.npy"));
-        let over_mpi = mpirun(
-            processes,
-            &[&command[..], &["-d", "1", "--out", text(&over)]].concat(),
-        );
-        assert!(
-            over_mpi.status.success(),
-            "mpirun -n {processes} tutti sparse solve: {}",
-            String::from_utf8_lossy(&over_mpi.stderr)
-        );
-        let stdout = String::from_utf8_lossy(&over_mpi.stdout);
-        assert_eq!(
-            stdout.matches("sparse: ").count(),
-            1,
-            "rank 0 alone prints:\n{stdout}"
-        );
-        assert!(stdout.contains("complex128"), "{stdout}");
-        assert!(
-            stdout.contains(&format!("{processes} device(s)")),
-            "{stdout}"
-        );
-        let read = |path: &std::path::Path| std::fs::read(path).expect("the solution file");
-        let solution = read(&over);
-        assert!(
-            String::from_utf8_lossy(&solution[..solution.len().min(128)]).contains("'<c16'"),
-            "the solution is complex128"
-        );
-        assert!(
-            solution == read(&threads),
-            "{processes} processes against threads"
-        );
+        sparse_solve_over_processes(&dir, &command, processes, "complex128");
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

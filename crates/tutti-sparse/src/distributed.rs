@@ -91,12 +91,7 @@ pub fn factor_on<T: Scalar>(
                 .is_none_or(|p| !mapping.local[p])
         })
         .collect();
-    let pool = comm
-        .device()
-        .thread_pool()
-        .map_err(|error| SparseError::Group {
-            detail: format!("rank {rank}'s thread pool: {error}"),
-        })?;
+    let pool = crate::numeric::device_pool(comm.device())?;
     factorizer.perturbed += pool.install(|| {
         crate::forest::factor_forest(
             &symbolic,

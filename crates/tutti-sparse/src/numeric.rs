@@ -12,6 +12,8 @@
 
 use std::sync::Arc;
 
+use tutti_backend::Device;
+
 use crate::dense::{factor_front, Pivoting};
 use crate::symbolic::Symbolic;
 use crate::{CsrMatrix, Scalar, SparseError};
@@ -86,6 +88,20 @@ impl<T: Scalar> Factorization<T> {
         })
     }
 
+    /// [`Factorization::new`] on `device`'s threads: its thread pool factors independent
+    /// subtrees and large fronts' updates, with the bits of one thread.
+    ///
+    /// Errors: as [`Factorization::new`]; the device's pool failing to start
+    /// ([`SparseError::Group`]).
+    pub fn on_device(
+        device: &Device,
+        symbolic: Arc<Symbolic>,
+        a: &CsrMatrix<T>,
+        options: FactorOptions,
+    ) -> Result<Self, SparseError> {
+        device_pool(device)?.install(|| Self::new(symbolic, a, options))
+    }
+
     /// Factors the same pattern with new values (the numeric phase only): what an implicit
     /// integrator does when its step or order changes.
     ///
@@ -138,6 +154,13 @@ pub(crate) fn factor_fronts<T: Scalar>(
         .map(|(f, factor)| factor.ok_or_else(|| missing_contribution(f)))
         .collect::<Result<Vec<_>, _>>()?;
     Ok((factors, perturbed))
+}
+
+/// `device`'s thread pool, its failure to start as [`SparseError::Group`].
+pub(crate) fn device_pool(device: &Device) -> Result<&rayon::ThreadPool, SparseError> {
+    device.thread_pool().map_err(|error| SparseError::Group {
+        detail: format!("device {}'s threads: {error}", device.index()),
+    })
 }
 
 /// A front whose data should have been there (a mapping or tree at odds with itself).

@@ -1,6 +1,7 @@
 //! Independent subtrees factored on several threads of one rank give the bits of one
 //! thread: the factorization's solutions and perturbed pivots are the same on pools of 1 to
-//! 4 threads, and a split factorization whose rank has several threads matches too.
+//! 4 threads, and a split factorization whose rank has several threads, or one on a device's
+//! threads without a group, matches too.
 #![allow(clippy::unwrap_used)]
 
 mod common;
@@ -76,4 +77,11 @@ fn a_rank_with_several_threads_gives_the_bits_of_one_thread() {
             .unwrap();
         assert_eq!(bits(&x), bits(&want), "{} device(s)", group.size());
     }
+    // One device's threads without a group.
+    let devices = Resources::cpu(1).select_for(GpuUse::HostOnly).unwrap();
+    let lu = Factorization::on_device(&devices[0], symbolic, &a, FactorOptions::default()).unwrap();
+    let mut x = rhs(a.rows(), 5);
+    lu.solve_in_place(&mut x, 1, &SolveOptions::default())
+        .unwrap();
+    assert_eq!(bits(&x), bits(&want), "on_device");
 }
