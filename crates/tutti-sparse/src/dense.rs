@@ -18,6 +18,17 @@ use crate::numeric::FrontFactor;
 use crate::symbolic::Front;
 use crate::Scalar;
 
+/// Where a front's trailing updates run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Updates {
+    /// On the calling thread: what a subtree task does, so that a thread never leaves a
+    /// task half done to run another (the memory plan counts one task in progress per
+    /// thread).
+    OneThread,
+    /// A large update's column blocks on the current rayon pool's threads.
+    PoolThreads,
+}
+
 /// Columns eliminated per panel, and the width of the column blocks updated after it.
 pub(crate) const PANEL: usize = 32;
 
@@ -63,14 +74,29 @@ pub(crate) fn factor_panel<T: Scalar>(
     panel: Range<usize>,
     pivoting: Pivoting,
 ) -> (Vec<usize>, usize) {
-    let mut swaps = Vec::with_capacity(panel.len());
+    let columns = &mut dense[panel.start * m..panel.end * m];
+    factor_panel_columns(columns, m, p, panel, pivoting)
+}
+
+/// [`factor_panel`] on the panel's own columns: `columns` holds the front's columns
+/// `panel` (`m x nb`, column-major), wherever the rest of the front lives.
+pub(crate) fn factor_panel_columns<T: Scalar>(
+    columns: &mut [T],
+    m: usize,
+    p: usize,
+    panel: Range<usize>,
+    pivoting: Pivoting,
+) -> (Vec<usize>, usize) {
+    let k0 = panel.start;
+    let nb = panel.len();
+    let mut swaps = Vec::with_capacity(nb);
     let mut perturbed = 0;
-    for k in panel.clone() {
-        let column = k * m;
+    for k in panel {
+        let column = (k - k0) * m;
         let mut best = k;
-        let mut best_abs = dense[column + k].magnitude();
+        let mut best_abs = columns[column + k].magnitude();
         for r in k + 1..p {
-            let candidate = dense[column + r].magnitude();
+            let candidate = columns[column + r].magnitude();
             if candidate > best_abs {
                 best = r;
                 best_abs = candidate;
@@ -78,26 +104,26 @@ pub(crate) fn factor_panel<T: Scalar>(
         }
         swaps.push(best);
         if best != k {
-            for c in panel.clone() {
-                dense.swap(c * m + k, c * m + best);
+            for c in 0..nb {
+                columns.swap(c * m + k, c * m + best);
             }
         }
-        let mut pivot = dense[column + k];
+        let mut pivot = columns[column + k];
         if pivot.magnitude() <= pivoting.tiny {
             pivot = pivot.perturbed(pivoting.replacement);
-            dense[column + k] = pivot;
+            columns[column + k] = pivot;
             perturbed += 1;
         }
         for r in k + 1..m {
-            dense[column + r] /= pivot;
+            columns[column + r] /= pivot;
         }
         // The rest of the panel: a rank-1 update of its columns below row k.
-        for c in k + 1..panel.end {
-            let u_kc = dense[c * m + k];
+        for c in k - k0 + 1..nb {
+            let u_kc = columns[c * m + k];
             if u_kc != T::ZERO {
                 for r in k + 1..m {
-                    let l_rk = dense[column + r];
-                    dense[c * m + r] -= l_rk * u_kc;
+                    let l_rk = columns[column + r];
+                    columns[c * m + r] -= l_rk * u_kc;
                 }
             }
         }
@@ -123,25 +149,11 @@ pub(crate) fn apply_swaps<T: Scalar>(
     }
 }
 
-/// Applies the factored panel `panel` (pivot rows already swapped in `columns`) to the
-/// columns `columns`, all right of it: their panel rows become U (`L_panel^{-1}` times
-/// them), and the rows below lose L (below the panel) times that U.
-pub(crate) fn update_block<T: Scalar>(
-    dense: &mut [T],
-    m: usize,
-    panel: Range<usize>,
-    columns: Range<usize>,
-) {
-    let (left, right) = dense.split_at_mut(columns.start * m);
-    let panel_columns = &left[panel.start * m..panel.end * m];
-    let block = &mut right[..columns.len() * m];
-    update_columns(panel_columns, block, m, panel.start);
-}
-
-/// [`update_block`] on slices: `panel_columns` holds the panel's columns (`m x nb`,
-/// column-major, the panel starting at row and column `k0`), `block` the columns to update
-/// (`m x width`).
-fn update_columns<T: Scalar>(panel_columns: &[T], block: &mut [T], m: usize, k0: usize) {
+/// Applies the factored panel whose columns `panel_columns` holds (`m x nb`, column-major,
+/// the panel starting at row and column `k0`) to the columns `block` (`m x width`, all
+/// right of the panel, its pivot rows already swapped in them): their panel rows become U
+/// (`L_panel^{-1}` times them), and the rows below lose L (below the panel) times that U.
+pub(crate) fn update_columns<T: Scalar>(panel_columns: &[T], block: &mut [T], m: usize, k0: usize) {
     let nb = panel_columns.len() / m;
     let done = k0 + nb;
     let width = block.len() / m;
@@ -167,10 +179,16 @@ fn update_columns<T: Scalar>(panel_columns: &[T], block: &mut [T], m: usize, k0:
 const PARALLEL_UPDATE: usize = 1 << 22;
 
 /// Swaps the panel's pivot rows in the columns right of it and updates them, block by
-/// block ([`update_block`] on each block of [`column_blocks`]); the blocks on the current
+/// block ([`update_columns`] on each block of [`column_blocks`]); the blocks on the current
 /// rayon pool's threads when the update is large. Each block sees the same kernel calls
 /// either way, so the bits are those of one thread.
-fn update_trailing<T: Scalar>(dense: &mut [T], m: usize, panel: Range<usize>, swaps: &[usize]) {
+fn update_trailing<T: Scalar>(
+    dense: &mut [T],
+    m: usize,
+    panel: Range<usize>,
+    swaps: &[usize],
+    updates: Updates,
+) {
     let done = panel.end;
     let (left, right) = dense.split_at_mut(done * m);
     let panel_columns = &left[panel.start * m..];
@@ -188,7 +206,10 @@ fn update_trailing<T: Scalar>(dense: &mut [T], m: usize, panel: Range<usize>, sw
     let work = (m - done)
         .saturating_mul(m - done)
         .saturating_mul(panel.len());
-    if work >= PARALLEL_UPDATE && rayon::current_num_threads() > 1 {
+    if updates == Updates::PoolThreads
+        && work >= PARALLEL_UPDATE
+        && rayon::current_num_threads() > 1
+    {
         use rayon::prelude::*;
         blocks.par_iter_mut().for_each(update);
     } else {
@@ -198,7 +219,7 @@ fn update_trailing<T: Scalar>(dense: &mut [T], m: usize, panel: Range<usize>, sw
 
 /// Swaps rows `k0 + i` and `swaps[i]`, in order, in every column of `columns` (`m` rows
 /// each, column-major).
-fn swap_rows<T: Scalar>(columns: &mut [T], m: usize, k0: usize, swaps: &[usize]) {
+pub(crate) fn swap_rows<T: Scalar>(columns: &mut [T], m: usize, k0: usize, swaps: &[usize]) {
     for column in columns.chunks_exact_mut(m) {
         for (i, &best) in swaps.iter().enumerate() {
             if best != k0 + i {
@@ -214,6 +235,7 @@ pub(crate) fn factor_front<T: Scalar>(
     dense: &mut [T],
     front: &Front,
     pivoting: Pivoting,
+    updates: Updates,
 ) -> (FrontFactor<T>, Vec<T>, usize) {
     let m = front.order();
     let p = front.pivots;
@@ -223,7 +245,7 @@ pub(crate) fn factor_front<T: Scalar>(
         let (panel_swaps, count) = factor_panel(dense, m, p, panel.clone(), pivoting);
         perturbed += count;
         apply_swaps(dense, m, panel.start, &panel_swaps, 0..panel.start);
-        update_trailing(dense, m, panel.clone(), &panel_swaps);
+        update_trailing(dense, m, panel.clone(), &panel_swaps, updates);
         swaps.extend(panel_swaps);
     }
     let (factor, contribution) = extract(dense, front, swaps);
@@ -295,7 +317,7 @@ mod tests {
                 .expect("pool");
             let mut dense = assembled.clone();
             let (factor, contribution, _) =
-                pool.install(|| factor_front(&mut dense, &front, pivoting));
+                pool.install(|| factor_front(&mut dense, &front, pivoting, Updates::PoolThreads));
             let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
             (
                 factor.swaps,

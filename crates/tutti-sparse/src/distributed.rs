@@ -1,7 +1,8 @@
 //! One factorization split among the ranks of a group (the model axis): each rank factors
 //! its subtrees, then each shared front, assembled by its owner from the contribution
-//! blocks gathered to it, is factored by the ranks of its range together, in postorder. Solves run the same way, forward up the tree and
-//! backward down it. The tree, the order of every sum and the dense kernels (sequential
+//! blocks gathered to it, is factored by the ranks of its range together, in postorder,
+//! each keeping the columns it factored. Solves run the same way, forward up the tree and
+//! backward down it, through the shared fronts' columns where they are. The tree, the order of every sum and the dense kernels (sequential
 //! within a front) do not depend on the number of ranks, so factors and solutions are
 //! bitwise those of one rank. The collectives move `f64`s: complex values travel as
 //! `(re, im)` pairs ([`Scalar::pack`]).
@@ -18,8 +19,8 @@ use crate::mapping::Mapping;
 use crate::numeric::{
     missing_contribution as missing, FactorOptions, FrontFactor, FrontFactorizer,
 };
-use crate::shared_front::SharedFront;
-use crate::solve::{backward_front, forward_front, SolveInfo, SolveOptions};
+use crate::shared_front::{FrontColumns, SharedFront};
+use crate::solve::{backward_front, forward_front, front_rhs, SolveInfo, SolveOptions};
 use crate::symbolic::Symbolic;
 use crate::{CsrMatrix, Scalar, SparseError};
 
@@ -29,8 +30,10 @@ use crate::{CsrMatrix, Scalar, SparseError};
 pub struct RankFactors<T = f64> {
     symbolic: Arc<Symbolic>,
     mapping: Mapping,
-    /// The factors of the fronts this rank owns.
+    /// The factors of this rank's local fronts.
     fronts: Vec<Option<FrontFactor<T>>>,
+    /// This rank's columns of the shared fronts whose range it is in.
+    shared: Vec<Option<FrontColumns<T>>>,
     /// The factored matrix's values, for residuals (every rank holds them).
     values: Vec<T>,
     /// `||A||_inf` of those values, for the solves' backward errors.
@@ -46,18 +49,23 @@ impl<T: Scalar> RankFactors<T> {
         self.perturbed
     }
 
-    /// Bytes of factors this rank holds.
+    /// Bytes of factors this rank holds: its local fronts' and its columns of the shared
+    /// fronts'. Over the ranks, the factors are held once.
     pub fn factor_bytes(&self) -> u64 {
-        self.fronts
+        let local: usize = self
+            .fronts
             .iter()
             .flatten()
-            .map(|f| ((f.lower.len() + f.upper.len()) * std::mem::size_of::<T>()) as u64)
-            .sum()
+            .map(|f| f.lower.len() + f.upper.len())
+            .sum();
+        let shared: usize = self.shared.iter().flatten().map(FrontColumns::len).sum();
+        ((local + shared) * std::mem::size_of::<T>()) as u64
     }
 
-    /// How many fronts this rank factored.
+    /// How many fronts this rank factored alone or helped factor (holding some of their
+    /// columns).
     pub fn fronts_owned(&self) -> usize {
-        self.fronts.iter().flatten().count()
+        self.fronts.iter().flatten().count() + self.shared.iter().flatten().count()
     }
 }
 
@@ -79,6 +87,7 @@ pub fn factor_on<T: Scalar>(
     let values = a.values();
     let count = symbolic.fronts.len();
     let mut fronts: Vec<Option<FrontFactor<T>>> = vec![None; count];
+    let mut shared_parts: Vec<Option<FrontColumns<T>>> = vec![None; count];
     let mut contributions: Vec<Option<Vec<T>>> = vec![None; count];
     let mut factorizer = FrontFactorizer::new(&symbolic, values, a.max_abs(), &options);
 
@@ -104,7 +113,7 @@ pub fn factor_on<T: Scalar>(
         )
     })?;
     // The shared fronts, in postorder: the children's blocks gathered to the owner, which
-    // assembles the front; the ranks of its range factor it together.
+    // assembles the front; the ranks of its range factor it together and keep its columns.
     let pivoting = factorizer.pivoting();
     for f in mapping.shared_fronts() {
         let send = pack(&symbolic, &mapping, f, rank, &mut contributions)?;
@@ -119,10 +128,8 @@ pub fn factor_on<T: Scalar>(
         };
         let outcome = shared.factor(comm, factorizer.workspace(), pivoting)?;
         factorizer.perturbed += outcome.perturbed;
-        if let Some((factor, contribution)) = outcome.kept {
-            fronts[f] = Some(factor);
-            contributions[f] = Some(contribution);
-        }
+        shared_parts[f] = outcome.part;
+        contributions[f] = outcome.contribution;
     }
     let perturbed = factorizer.perturbed;
     let mut total = [perturbed as u64];
@@ -131,6 +138,7 @@ pub fn factor_on<T: Scalar>(
         symbolic,
         mapping,
         fronts,
+        shared: shared_parts,
         values: values.to_vec(),
         norm_inf: a.norm_inf(),
         perturbed: usize::try_from(total[0]).unwrap_or(usize::MAX),
@@ -199,37 +207,42 @@ fn solve_once_on<T: Scalar>(
         ));
     }
     for f in mapping.shared_fronts() {
+        let shared = SharedFront {
+            front: &symbolic.fronts[f],
+            ranks: mapping.ranks[f].clone(),
+        };
+        let part = factors.shared[f].as_ref();
         let send = pack(symbolic, mapping, f, rank, &mut pending)?;
+        let mut rhs = Vec::new();
         if let Some(blocks) = comm.gather(mapping.owner[f], &send)? {
             let blocks = unpack_all::<T>(&blocks)?;
             for (c, block) in unpack(symbolic, mapping, f, &blocks, |u| u)? {
                 pending[c] = Some(block.to_vec());
             }
-            pending[f] = Some(forward_front(
-                symbolic,
-                f,
-                factor(f)?,
-                &permuted,
-                &mut pending,
-                &mut z,
-            ));
+            let swaps = &part.ok_or_else(|| missing(f))?.swaps;
+            rhs = front_rhs(symbolic, f, swaps, &permuted, &mut pending);
+        }
+        let mut state = crate::shared_solve::forward(comm, &shared, f, part, rhs)?;
+        let (first, p) = (shared.front.first, shared.front.pivots);
+        z[first..first + p].copy_from_slice(&state[..p]);
+        if rank == shared.owner() {
+            state.drain(..p);
+            pending[f] = Some(state);
         }
     }
 
-    // Backward: the shared fronts from the top, each owner's block broadcast to all, then
-    // the local subtrees.
+    // Backward: the shared fronts from the top, through their columns where they are (every
+    // rank receives each one's solution), then the local subtrees.
     let mut x = vec![T::ZERO; n];
     for f in mapping.shared_fronts().rev() {
-        let front = &symbolic.fronts[f];
-        let owner = mapping.owner[f];
-        if owner == rank {
-            backward_front(symbolic, f, factor(f)?, &z, &mut x);
-        }
-        let own = &mut x[front.first..front.first + front.pivots];
-        let mut packed = Vec::with_capacity(own.len() * T::PACKED);
-        T::pack(own, &mut packed);
-        comm.broadcast_slice(owner, &mut packed)?;
-        own.copy_from_slice(&unpack_values::<T>(&packed, own.len())?);
+        let shared = SharedFront {
+            front: &symbolic.fronts[f],
+            ranks: mapping.ranks[f].clone(),
+        };
+        let (first, p) = (shared.front.first, shared.front.pivots);
+        let part = factors.shared[f].as_ref();
+        let own = crate::shared_solve::backward(comm, &shared, f, part, &z[first..first + p], &x)?;
+        x[first..first + p].copy_from_slice(&own);
     }
     for f in mapping.local_fronts(rank).rev() {
         backward_front(symbolic, f, factor(f)?, &z, &mut x);

@@ -1,13 +1,20 @@
-//! What one rank's part of a factorization needs in memory, for `tutti-plan`: its factors,
-//! and its working set (the largest front it assembles or helps factor, with the
-//! contribution blocks alive at that moment and, for a shared front's owner, the blocks
-//! gathered to it and the columns it deals), sized from the analysis and the mapping before
-//! any numeric work.
+//! What one rank's part of a factorization needs in memory, for `tutti-plan`: its factors
+//! (its local fronts', and its columns of the shared fronts whose range it is in), and the
+//! peak of its working set, sized from the analysis and the mapping before any numeric work.
+//!
+//! The working set is bounded from the way the factorization runs, step by step, never from
+//! a guess: a rank's local subtrees on one thread hold one reused front workspace (as large
+//! as the largest front so far) and the contribution blocks alive; on several threads every
+//! subtree task may be in progress at once ([`crate::forest`]), so the bound adds their
+//! peaks; a shared front's owner holds the assembled front and the columns it deals, and
+//! every rank of the range its own columns and a panel.
 
 use tutti_backend::{Device, Resources};
 use tutti_plan::{Budget, ObjectSpec, Plan, Planner, Tier};
 
+use crate::forest::Layers;
 use crate::mapping::Mapping;
+use crate::shared_front::{kept_entries, panel_entries, SharedFront};
 use crate::symbolic::Symbolic;
 use crate::{Scalar, SparseError};
 
@@ -20,66 +27,179 @@ pub(crate) struct RankFootprint {
     pub working: u64,
 }
 
-/// Rank `rank`'s footprint under `mapping`, in entries.
-pub(crate) fn rank_footprint(symbolic: &Symbolic, mapping: &Mapping, rank: usize) -> RankFootprint {
-    let square = |u: usize| (u as u64).saturating_mul(u as u64);
-    let fronts = &symbolic.fronts;
-    let mut factors = 0u64;
-    let mut live = 0u64;
-    let mut peak = 0u64;
-    let own = |f: usize, factors: &mut u64| {
-        let (p, u) = (fronts[f].pivots as u64, fronts[f].update.len() as u64);
-        *factors = factors.saturating_add(p.saturating_mul(p).saturating_add(2 * p * u));
-    };
-    for f in mapping.local_fronts(rank) {
-        let front = &fronts[f];
+/// `a * b` in entries, saturating.
+fn entries(a: usize, b: usize) -> u64 {
+    (a as u64).saturating_mul(b as u64)
+}
+
+/// Front `f`'s contribution block, in entries.
+fn contribution(symbolic: &Symbolic, f: usize) -> u64 {
+    let u = symbolic.fronts[f].update.len();
+    entries(u, u)
+}
+
+/// The working set's peak of factoring `fronts` (whole subtrees, in postorder) one after
+/// another with one workspace, as [`crate::numeric::FrontFactorizer::factor_subtrees`]
+/// does, with `live` entries of contribution blocks alive at the start (those the fronts
+/// take among them) and an empty workspace: at each front the workspace (as large as the largest front so
+/// far), the contribution blocks alive (its children's among them) and its own, being
+/// copied out.
+fn sequential_peak(
+    symbolic: &Symbolic,
+    mut live: u64,
+    fronts: impl IntoIterator<Item = usize>,
+) -> u64 {
+    let (mut workspace, mut peak) = (0u64, 0u64);
+    for f in fronts {
+        let front = &symbolic.fronts[f];
+        workspace = workspace.max(entries(front.order(), front.order()));
+        let own = contribution(symbolic, f);
+        peak = peak.max(live.saturating_add(workspace).saturating_add(own));
         let children: u64 = front
             .children
             .iter()
-            .map(|&c| square(fronts[c].update.len()))
+            .map(|&c| contribution(symbolic, c))
             .sum();
-        peak = peak.max(live.saturating_add(square(front.order())));
-        live = live
-            .saturating_sub(children)
-            .saturating_add(square(front.update.len()));
-        own(f, &mut factors);
+        live = live.saturating_sub(children).saturating_add(own);
     }
+    peak
+}
+
+/// The fronts of `root`'s subtree in postorder (a subtree is the range of fronts ending at
+/// its root: the fronts are numbered in postorder).
+fn subtree(symbolic: &Symbolic, root: usize) -> impl Iterator<Item = usize> {
+    let mut first = root;
+    while let Some(&child) = symbolic.fronts[first].children.iter().min() {
+        first = child;
+    }
+    first..=root
+}
+
+/// The working set's peak of factoring the subtrees of `roots` on `threads` threads, in
+/// the two phases of [`crate::forest::factor_forest`]: the subtree tasks, at most
+/// `threads` in progress at once (each at most its [`sequential_peak`]) and the others
+/// done (their roots' blocks) or not begun; then the fronts above them one at a time, from
+/// all the tasks' blocks.
+fn forest_peak(symbolic: &Symbolic, roots: &[usize], threads: usize) -> u64 {
+    if threads <= 1 {
+        return sequential_peak(
+            symbolic,
+            0,
+            roots.iter().flat_map(|&root| subtree(symbolic, root)),
+        );
+    }
+    let layers = Layers::new(symbolic, roots, threads);
+    let tasks = layers
+        .tasks
+        .iter()
+        .map(|&f| {
+            let done = contribution(symbolic, f);
+            let running = sequential_peak(symbolic, 0, subtree(symbolic, f)).max(done);
+            (0..=threads)
+                .map(|k| if k == 0 { done } else { running })
+                .collect::<Vec<_>>()
+        })
+        .fold(vec![0u64; threads + 1], |held, task| combine(&held, &task));
+    let blocks: u64 = layers
+        .tasks
+        .iter()
+        .map(|&f| contribution(symbolic, f))
+        .sum();
+    let above = sequential_peak(symbolic, blocks, layers.above.iter().copied());
+    tasks[threads].max(above)
+}
+
+/// Two disjoint parts' states together: `k` tasks in progress split between them in the
+/// heaviest way.
+fn combine(a: &[u64], b: &[u64]) -> Vec<u64> {
+    (0..a.len())
+        .map(|k| {
+            (0..=k)
+                .map(|j| a[k - j].saturating_add(b[j]))
+                .max()
+                .unwrap_or(0)
+        })
+        .collect()
+}
+
+/// Rank `rank`'s footprint under `mapping`, in entries, its local subtrees factored on
+/// `threads` threads.
+pub(crate) fn rank_footprint(
+    symbolic: &Symbolic,
+    mapping: &Mapping,
+    rank: usize,
+    threads: usize,
+) -> RankFootprint {
+    let fronts = &symbolic.fronts;
+    let mut factors = 0u64;
+    for f in mapping.local_fronts(rank) {
+        let (p, u) = (fronts[f].pivots, fronts[f].update.len());
+        factors = factors
+            .saturating_add(entries(p, p))
+            .saturating_add(entries(2 * p, u));
+    }
+    // The local subtrees; their roots' blocks stay for the shared fronts.
+    let roots: Vec<usize> = mapping
+        .local_fronts(rank)
+        .filter(|&f| {
+            symbolic.tree.nodes()[f]
+                .parent
+                .is_none_or(|p| !mapping.local[p])
+        })
+        .collect();
+    let mut peak = forest_peak(symbolic, &roots, threads);
+    let mut live: u64 = roots.iter().map(|&f| contribution(symbolic, f)).sum();
+
+    // The shared fronts, in postorder.
+    let mut workspace = 0u64;
     for f in mapping.shared_fronts() {
         let front = &fronts[f];
+        let (m, p) = (front.order(), front.pivots);
         let sent: u64 = front
             .children
             .iter()
             .filter(|&&c| mapping.owner[c] == rank)
-            .map(|&c| square(fronts[c].update.len()))
+            .map(|&c| contribution(symbolic, c))
             .sum();
-        if mapping.owner[f] == rank {
+        let shared = SharedFront {
+            front,
+            ranks: mapping.ranks[f].clone(),
+        };
+        let columns = shared.columns_of(rank);
+        let local = entries(m, columns.iter().map(|b| b.len()).sum());
+        let kept = kept_entries(m, p, &columns) as u64;
+        let panel = 2 * panel_entries(m, p) as u64;
+        let block = contribution(symbolic, f);
+        if rank == shared.owner() {
             let gathered: u64 = front
                 .children
                 .iter()
-                .map(|&c| square(fronts[c].update.len()))
+                .map(|&c| contribution(symbolic, c))
                 .sum();
-            // The front, and the copies of the other ranks' columns dealt from it.
-            let dealt = if mapping.ranks[f].len() > 1 {
-                square(front.order())
-            } else {
-                0
-            };
-            peak = peak.max(
-                live.saturating_add(gathered)
-                    .saturating_add(square(front.order()))
-                    .saturating_add(dealt),
-            );
-            live = live
-                .saturating_sub(sent)
-                .saturating_add(square(front.update.len()));
-            own(f, &mut factors);
+            workspace = workspace.max(entries(m, m));
+            // Gathering the children's blocks; dealing the columns (its own copied, the
+            // others' packed); the panels; the contribution block gathered; the columns
+            // kept copied out of the working ones.
+            let step = gathered
+                .max(entries(m, m))
+                .max(local.saturating_add(panel))
+                .max(local.saturating_add(block.saturating_mul(3)))
+                .max(local.saturating_add(kept));
+            peak = peak.max(live.saturating_add(workspace).saturating_add(step));
+            live = live.saturating_sub(sent).saturating_add(block);
+        } else if mapping.ranks[f].contains(&rank) {
+            // Its columns received; the panels; its rows of the block sent; the columns
+            // kept copied out.
+            let step = local
+                .saturating_mul(2)
+                .max(local.saturating_add(panel))
+                .max(local.saturating_add(kept));
+            peak = peak.max(live.saturating_add(workspace).saturating_add(step));
+            live = live.saturating_sub(sent);
         } else {
-            if mapping.ranks[f].contains(&rank) {
-                // A rank of the range works in a whole copy of the front.
-                peak = peak.max(live.saturating_add(square(front.order())));
-            }
             live = live.saturating_sub(sent);
         }
+        factors = factors.saturating_add(kept);
     }
     RankFootprint {
         factors,
@@ -89,7 +209,8 @@ pub(crate) fn rank_footprint(symbolic: &Symbolic, mapping: &Mapping, rank: usize
 
 /// The memory plan of a real factorization of `symbolic` split among `ranks` ranks on
 /// `devices` (this process's devices) within the caps of `resources`: per device, the
-/// largest rank's factors and working set, and the solve's vectors; all on the device tier.
+/// largest rank's factors and working set (its local subtrees on as many threads as the
+/// devices have), and the solve's vectors; all on the device tier.
 /// A complex factorization ([`crate::SplitFactorization`] of a `CsrMatrix<c64>`) plans the
 /// same entries at 16 bytes each ([`plan_for`]).
 ///
@@ -133,8 +254,11 @@ pub(crate) fn plan_entries(
     entry_bytes: u64,
 ) -> Result<Plan, SparseError> {
     let mapping = Mapping::new(symbolic, ranks);
+    // Every rank planned with the most threads of a device here (another process's
+    // devices are planned by that process).
+    let threads = devices.iter().map(Device::threads).max().unwrap_or(1);
     let largest = (0..ranks.max(1))
-        .map(|rank| rank_footprint(symbolic, &mapping, rank))
+        .map(|rank| rank_footprint(symbolic, &mapping, rank, threads))
         .fold(RankFootprint::default(), |a, b| RankFootprint {
             factors: a.factors.max(b.factors),
             working: a.working.max(b.working),
@@ -157,4 +281,104 @@ pub(crate) fn plan_entries(
             .no_slower_than(Tier::Device),
     ];
     Ok(Planner::new(Budget::from_devices(devices, resources)?).plan(&objects)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use tutti_backend::{GpuUse, Resources};
+    use tutti_group::Group;
+
+    use super::*;
+    use crate::models::laplacian;
+    use crate::ordering::Grid;
+    use crate::{analyse, FactorOptions, OrderingMethod, SplitFactorization};
+
+    fn cube(k: usize, leaf_size: usize) -> (crate::CsrMatrix, Arc<Symbolic>) {
+        let dims = vec![k; 3];
+        let a = laplacian(&dims).expect("laplacian");
+        let grid = Grid {
+            dims,
+            periodic: vec![false; 3],
+            block: 1,
+        };
+        let symbolic = analyse(&a, &OrderingMethod::Grid { grid, leaf_size }).expect("analyse");
+        (a, symbolic)
+    }
+
+    /// The plan counts, rank by rank, exactly the factor entries each rank keeps: its local
+    /// fronts' and its columns of the shared fronts'.
+    #[test]
+    fn the_plan_counts_each_ranks_factors_exactly() {
+        let (a, symbolic) = cube(12, 32);
+        for ranks in 1..=4 {
+            let group =
+                Group::from_resources(&Resources::cpu(ranks), GpuUse::HostOnly).expect("group");
+            let split = SplitFactorization::new(
+                &group,
+                Arc::clone(&symbolic),
+                &a,
+                FactorOptions::default(),
+                &Resources::cpu(ranks),
+            )
+            .expect("factor");
+            let mapping = Mapping::new(&symbolic, ranks);
+            for (rank, part) in split.parts().iter().enumerate() {
+                let planned = rank_footprint(&symbolic, &mapping, rank, 1).factors;
+                assert_eq!(part.factor_bytes(), planned * F64, "rank {rank} of {ranks}");
+            }
+        }
+    }
+
+    /// The two-phase bound is the heaviest state the subtree tasks can reach (every choice
+    /// of tasks done and at most `threads` in progress, enumerated) or the fronts above
+    /// them reach one at a time; on one thread, the sequential peak.
+    #[test]
+    fn the_forest_bound_is_the_heaviest_state_of_its_tasks() {
+        let (_, symbolic) = cube(10, 8);
+        let roots = symbolic.tree.roots();
+        let sequential = sequential_peak(
+            &symbolic,
+            0,
+            roots.iter().flat_map(|&root| subtree(&symbolic, root)),
+        );
+        assert_eq!(forest_peak(&symbolic, &roots, 1), sequential);
+        for threads in [2, 3] {
+            let layers = Layers::new(&symbolic, &roots, threads);
+            let tasks = &layers.tasks;
+            assert!((6..=13).contains(&tasks.len()), "{} tasks", tasks.len());
+            let done: Vec<u64> = tasks.iter().map(|&f| contribution(&symbolic, f)).collect();
+            let running: Vec<u64> = tasks
+                .iter()
+                .map(|&f| sequential_peak(&symbolic, 0, subtree(&symbolic, f)))
+                .collect();
+            // Each task not begun (0), done (1) or in progress (2).
+            let mut heaviest = 0u64;
+            let states = 3usize.pow(tasks.len() as u32);
+            for mut state in 0..states {
+                let (mut held, mut in_progress) = (0u64, 0);
+                for i in 0..tasks.len() {
+                    match state % 3 {
+                        1 => held += done[i],
+                        2 => {
+                            held += running[i];
+                            in_progress += 1;
+                        }
+                        _ => {}
+                    }
+                    state /= 3;
+                }
+                if in_progress <= threads {
+                    heaviest = heaviest.max(held);
+                }
+            }
+            let above = sequential_peak(&symbolic, done.iter().sum(), layers.above.iter().copied());
+            assert_eq!(
+                forest_peak(&symbolic, &roots, threads),
+                heaviest.max(above),
+                "{threads} threads"
+            );
+        }
+    }
 }

@@ -1,6 +1,11 @@
-//! Whole subtrees of the assembly tree factored on the threads of a pool: sibling subtrees
-//! are independent until their parent assembles their contribution blocks, so they run as
-//! rayon tasks, and a subtree below a grain of work runs on one thread with one workspace.
+//! Whole subtrees of the assembly tree factored on the threads of a pool, in two phases
+//! (the layer of subtrees below it and the fronts above it, as MUMPS's "L0" layer): the
+//! subtrees whose flops are at most a grain (about a quarter of a thread's share) run as
+//! rayon tasks, each on one thread with one workspace, its fronts' updates on that thread
+//! too; then the fronts above them, children before parents, one at a time, a large
+//! front's updates on all the pool's threads. A thread so holds one subtree task in
+//! progress at a time, and the fronts above are never in progress together: what the
+//! memory plan counts (`footprint`).
 //!
 //! Each front is assembled from the matrix and its children's blocks in the children's
 //! order and eliminated by the same dense kernels as on one thread, so the factors are
@@ -14,28 +19,40 @@ use crate::numeric::{FactorOptions, FrontFactor, FrontFactorizer};
 use crate::symbolic::Symbolic;
 use crate::{Scalar, SparseError};
 
-/// Subtrees per thread the work is cut into at least: enough that the uneven ones even
-/// out among the threads.
-const TASKS_PER_THREAD: f64 = 4.0;
+/// Subtree tasks per thread the work is cut into at least: enough that the uneven ones
+/// even out among the threads.
+pub(crate) const TASKS_PER_THREAD: f64 = 4.0;
 
-/// A factored subtree: its fronts' factors, its root's contribution block and the pivots
-/// it perturbed.
-struct Factored<T> {
-    factors: Vec<(usize, FrontFactor<T>)>,
-    contribution: Vec<T>,
-    perturbed: usize,
+/// The forest of `roots` cut for `threads` threads: the subtree tasks (each a subtree at
+/// most the grain, or a leaf), and the fronts above them in postorder.
+pub(crate) struct Layers {
+    pub tasks: Vec<usize>,
+    pub above: Vec<usize>,
 }
 
-/// What every task reads: the analysis, the matrix's values and the pivoting.
-struct Forest<'s, T> {
-    symbolic: &'s Symbolic,
-    values: &'s [T],
-    max_abs: f64,
-    options: &'s FactorOptions,
-    /// Each front's subtree's flops.
-    cost: Vec<f64>,
-    /// A subtree costing at most this runs on one thread.
-    grain: f64,
+impl Layers {
+    /// Cuts the subtrees of `roots` at a grain of their flops over `threads *`
+    /// [`TASKS_PER_THREAD`].
+    pub fn new(symbolic: &Symbolic, roots: &[usize], threads: usize) -> Self {
+        let cost = subtree_costs(symbolic);
+        let total: f64 = roots.iter().map(|&root| cost[root]).sum();
+        let grain = total / (threads.max(1) as f64 * TASKS_PER_THREAD);
+        let mut tasks = Vec::new();
+        let mut above = Vec::new();
+        let mut stack: Vec<usize> = roots.to_vec();
+        while let Some(f) = stack.pop() {
+            let children = &symbolic.fronts[f].children;
+            if cost[f] <= grain || children.is_empty() {
+                tasks.push(f);
+            } else {
+                above.push(f);
+                stack.extend(children);
+            }
+        }
+        tasks.sort_unstable();
+        above.sort_unstable();
+        Self { tasks, above }
+    }
 }
 
 /// Factors the whole subtrees rooted at `roots` on the current rayon pool's threads (one
@@ -54,97 +71,47 @@ pub(crate) fn factor_forest<T: Scalar>(
     factors: &mut [Option<FrontFactor<T>>],
 ) -> Result<usize, SparseError> {
     let threads = rayon::current_num_threads();
+    let factorizer = || FrontFactorizer::new(symbolic, values, max_abs, options);
     if threads <= 1 {
-        let mut factorizer = FrontFactorizer::new(symbolic, values, max_abs, options);
+        let mut factorizer = factorizer();
         for &root in roots {
             factorizer.factor_subtrees(postorder(symbolic, root), contributions, factors)?;
         }
         return Ok(factorizer.perturbed);
     }
-    let cost = subtree_costs(symbolic);
-    let total: f64 = roots.iter().map(|&root| cost[root]).sum();
-    let forest = Forest {
-        symbolic,
-        values,
-        max_abs,
-        options,
-        grain: total / (threads as f64 * TASKS_PER_THREAD),
-        cost,
-    };
-    let done = roots
+    let layers = Layers::new(symbolic, roots, threads);
+    // The subtree tasks, each on one thread, its updates too.
+    let done = layers
+        .tasks
         .par_iter()
-        .map(|&root| forest.subtree(root))
+        .map(|&root| {
+            let order = postorder(symbolic, root);
+            let mut mine: Vec<Option<Vec<T>>> = vec![None; symbolic.fronts.len()];
+            let mut own: Vec<Option<FrontFactor<T>>> = vec![None; symbolic.fronts.len()];
+            let mut factorizer = factorizer().on_one_thread();
+            factorizer.factor_subtrees(order.iter().copied(), &mut mine, &mut own)?;
+            let contribution = mine[root]
+                .take()
+                .ok_or_else(|| crate::numeric::missing_contribution(root))?;
+            let factored: Vec<(usize, FrontFactor<T>)> = order
+                .iter()
+                .filter_map(|&f| own[f].take().map(|factor| (f, factor)))
+                .collect();
+            Ok::<_, SparseError>((contribution, factored, factorizer.perturbed))
+        })
         .collect::<Result<Vec<_>, _>>()?;
     let mut perturbed = 0;
-    for (&root, subtree) in roots.iter().zip(done) {
-        for (f, factor) in subtree.factors {
+    for (&root, (contribution, factored, count)) in layers.tasks.iter().zip(done) {
+        for (f, factor) in factored {
             factors[f] = Some(factor);
         }
-        contributions[root] = Some(subtree.contribution);
-        perturbed += subtree.perturbed;
+        contributions[root] = Some(contribution);
+        perturbed += count;
     }
-    Ok(perturbed)
-}
-
-impl<T: Scalar> Forest<'_, T> {
-    fn factorizer(&self) -> FrontFactorizer<'_, T> {
-        FrontFactorizer::new(self.symbolic, self.values, self.max_abs, self.options)
-    }
-
-    /// The subtree of `root`: its children's subtrees as parallel tasks, then `root`; or,
-    /// below the grain, the whole subtree on this thread.
-    fn subtree(&self, root: usize) -> Result<Factored<T>, SparseError> {
-        let children = &self.symbolic.fronts[root].children;
-        if self.cost[root] <= self.grain || children.is_empty() {
-            return self.subtree_here(root);
-        }
-        let done = children
-            .par_iter()
-            .map(|&child| self.subtree(child))
-            .collect::<Result<Vec<_>, _>>()?;
-        let mut factorizer = self.factorizer();
-        let (factor, contribution) = factorizer.factor(
-            root,
-            children
-                .iter()
-                .zip(&done)
-                .map(|(&c, child)| (c, child.contribution.as_slice())),
-        )?;
-        let mut factors = Vec::new();
-        let mut perturbed = factorizer.perturbed;
-        for child in done {
-            factors.extend(child.factors);
-            perturbed += child.perturbed;
-        }
-        factors.push((root, factor));
-        Ok(Factored {
-            factors,
-            contribution,
-            perturbed,
-        })
-    }
-
-    /// The subtree of `root` on this thread, one front after another with one workspace.
-    fn subtree_here(&self, root: usize) -> Result<Factored<T>, SparseError> {
-        let order = postorder(self.symbolic, root);
-        let count = self.symbolic.fronts.len();
-        let mut contributions: Vec<Option<Vec<T>>> = vec![None; count];
-        let mut factors: Vec<Option<FrontFactor<T>>> = vec![None; count];
-        let mut factorizer = self.factorizer();
-        factorizer.factor_subtrees(order.iter().copied(), &mut contributions, &mut factors)?;
-        let contribution = contributions[root]
-            .take()
-            .ok_or_else(|| crate::numeric::missing_contribution(root))?;
-        let factors = order
-            .iter()
-            .filter_map(|&f| factors[f].take().map(|factor| (f, factor)))
-            .collect();
-        Ok(Factored {
-            factors,
-            contribution,
-            perturbed: factorizer.perturbed,
-        })
-    }
+    // The fronts above, one at a time, their updates on the pool's threads.
+    let mut factorizer = factorizer();
+    factorizer.factor_subtrees(layers.above.iter().copied(), contributions, factors)?;
+    Ok(perturbed + factorizer.perturbed)
 }
 
 /// The fronts of `root`'s subtree, every front after its descendants.

@@ -100,6 +100,7 @@ mod numeric;
 pub mod ordering;
 mod scalar;
 mod shared_front;
+mod shared_solve;
 mod solve;
 mod symbolic;
 mod tree;

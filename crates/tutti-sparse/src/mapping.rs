@@ -8,7 +8,8 @@
 //! subtree is on that rank, factored without a message. A node with a range of several
 //! ranks is **shared**: its children's contribution blocks are gathered to its owner (the
 //! range's first rank), which assembles it; the range's ranks factor it together, its
-//! columns dealt block-cyclically (`shared_front`), and the owner keeps its factors. The tree itself never depends on P: P only
+//! columns dealt block-cyclically (`shared_front`), each rank keeping the columns it
+//! factored. The tree itself never depends on P: P only
 //! decides where subtrees run, so the arithmetic, and the bits, are those of one rank.
 
 use std::ops::Range;
@@ -18,7 +19,8 @@ use crate::symbolic::Symbolic;
 /// The ranks of every front.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Mapping {
-    /// The rank that assembles, keeps and solves each front: its range's first.
+    /// The rank that assembles each front (and, for a local one, keeps and solves it): its
+    /// range's first.
     pub owner: Vec<usize>,
     /// The ranks of each front: one for a local front; for a shared one, the ranks that
     /// factor it together.

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use tutti_backend::Device;
 
-use crate::dense::{factor_front, Pivoting};
+use crate::dense::{factor_front, Pivoting, Updates};
 use crate::symbolic::Symbolic;
 use crate::{CsrMatrix, Scalar, SparseError};
 
@@ -178,6 +178,8 @@ pub(crate) struct FrontFactorizer<'s, T> {
     /// touched costs no page faults; a fresh allocation per front had two ranks contending
     /// in the kernel).
     dense: Vec<T>,
+    /// Where the fronts' trailing updates run.
+    updates: Updates,
     /// Pivots perturbed so far.
     pub perturbed: usize,
 }
@@ -196,8 +198,16 @@ impl<'s, T: Scalar> FrontFactorizer<'s, T> {
             values,
             pivoting: Pivoting { tiny, replacement },
             dense: Vec::new(),
+            updates: Updates::PoolThreads,
             perturbed: 0,
         }
+    }
+
+    /// This factorizer with every front's updates on the calling thread
+    /// ([`Updates::OneThread`]).
+    pub fn on_one_thread(mut self) -> Self {
+        self.updates = Updates::OneThread;
+        self
     }
 
     /// Front `f` assembled from the matrix and `children`'s contribution blocks (each child
@@ -209,8 +219,12 @@ impl<'s, T: Scalar> FrontFactorizer<'s, T> {
         children: impl IntoIterator<Item = (usize, &'b [T])>,
     ) -> Result<(FrontFactor<T>, Vec<T>), SparseError> {
         self.assemble(f, children)?;
-        let (factor, contribution, count) =
-            factor_front(&mut self.dense, &self.symbolic.fronts[f], self.pivoting);
+        let (factor, contribution, count) = factor_front(
+            &mut self.dense,
+            &self.symbolic.fronts[f],
+            self.pivoting,
+            self.updates,
+        );
         self.perturbed += count;
         Ok((factor, contribution))
     }

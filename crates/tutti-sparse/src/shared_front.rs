@@ -1,16 +1,20 @@
 //! A shared front factored by all the ranks of its range together, its columns dealt
-//! block-cyclically (blocks of [`crate::dense::PANEL`] columns, block b to the range's rank `b mod q`).
+//! block-cyclically (blocks of [`crate::dense::PANEL`] columns, block b to the range's rank
+//! `b mod q`), and kept where they were factored.
 //!
 //! The front's owner (the range's first rank) assembles it and scatters each rank its
-//! columns. For each panel, the rank holding it factors it (its columns are up to date: it
-//! applied every earlier panel to them) and broadcasts it with its pivot rows; every rank of
-//! the range swaps those rows in its own columns and updates its own blocks right of the
-//! panel. With a lookahead of one panel: the holder of the next panel updates that panel's
-//! block first and factors it before its other updates, so it is ready to broadcast while
-//! the other ranks are still updating, and no rank idles through a panel's factorization. At the end the owner gathers the columns back and keeps the factors and the
-//! contribution block, as if it had factored the front alone. Every column sees the kernel
-//! calls of [`crate::dense::factor_front`] on the same data, so the factors are bitwise
-//! those of one rank; the ranks of the range share the trailing updates, which dominate.
+//! columns; each rank works in its own columns only. For each panel, the rank holding it
+//! factors it (its columns are up to date: it applied every earlier panel to them) and
+//! broadcasts it with its pivot rows; every rank of the range swaps those rows in its own
+//! columns and updates its own blocks right of the panel. With a lookahead of one panel: the
+//! holder of the next panel updates that panel's block first and factors it before its other
+//! updates, so it is ready to broadcast while the other ranks are still updating, and no rank
+//! idles through a panel's factorization. At the end each rank keeps its columns of L and U
+//! ([`FrontColumns`]), so the range holds the front's factors once, and the owner gathers
+//! the contribution block for the parent. Every column sees the kernel calls of
+//! [`crate::dense::factor_front`] on the same data, so the factors are bitwise those of one
+//! rank; the ranks of the range share the trailing updates, which dominate, and the front's
+//! memory. The solves run through the columns where they are ([`crate::shared_solve`]).
 //!
 //! Every rank of the group takes part in the collectives (ranks outside the range send and
 //! keep nothing), so the shared fronts are visited in the same postorder everywhere. The
@@ -21,16 +25,65 @@ use std::ops::Range;
 use tutti_group::Comm;
 
 use crate::dense::{
-    apply_swaps, block_of, column_blocks, extract, factor_panel, panels, update_block, Pivoting,
+    block_of, column_blocks, factor_panel_columns, panels, swap_rows, update_columns, Pivoting,
+    PANEL,
 };
-use crate::numeric::FrontFactor;
 use crate::symbolic::Front;
 use crate::{Scalar, SparseError};
 
+/// One rank's columns of a factored shared front: for a fully summed column (`j < p`) all
+/// `m` rows (U11 on and above the diagonal, the unit lower L11 below it, then L21); for an
+/// update column its first `p` rows (U12). Every rank of the range holds the front's pivot
+/// order.
+#[derive(Clone, Debug)]
+pub(crate) struct FrontColumns<T> {
+    /// At step k, row k was swapped with row `swaps[k]` (the whole front's).
+    pub swaps: Vec<usize>,
+    /// The front's order `m` and fully summed count `p`.
+    m: usize,
+    p: usize,
+    /// The column blocks held, in order.
+    blocks: Vec<Range<usize>>,
+    /// Where each block's first column starts in `values`.
+    starts: Vec<usize>,
+    /// The columns, block after block.
+    values: Vec<T>,
+}
+
+impl<T: Scalar> FrontColumns<T> {
+    /// Column `j` (`m` entries if fully summed, else `p`), or `None` when not held.
+    pub fn column(&self, j: usize) -> Option<&[T]> {
+        let index = self.blocks.partition_point(|block| block.end <= j);
+        let block = self.blocks.get(index).filter(|b| b.contains(&j))?;
+        let pivots_before = j.min(self.p).saturating_sub(block.start.min(self.p));
+        let updates_before = j - block.start - pivots_before;
+        let at = self.starts[index] + pivots_before * self.m + updates_before * self.p;
+        let len = if j < self.p { self.m } else { self.p };
+        self.values.get(at..at + len)
+    }
+
+    /// Entries held.
+    pub fn len(&self) -> usize {
+        self.values.len()
+    }
+}
+
+/// Entries a rank keeps of a front of order `m` with `p` fully summed columns, when it holds
+/// `columns`.
+pub(crate) fn kept_entries(m: usize, p: usize, columns: &[Range<usize>]) -> usize {
+    columns
+        .iter()
+        .flat_map(|block| block.clone())
+        .map(|j| if j < p { m } else { p })
+        .sum()
+}
+
 /// What one rank gets from factoring a shared front.
 pub(crate) struct Outcome<T> {
-    /// At the owner, the front's factors and its contribution block; elsewhere `None`.
-    pub kept: Option<(FrontFactor<T>, Vec<T>)>,
+    /// In the range, this rank's columns of the factors; elsewhere `None`.
+    pub part: Option<FrontColumns<T>>,
+    /// At the owner, the front's contribution block (column-major `u x u`); elsewhere `None`.
+    pub contribution: Option<Vec<T>>,
     /// The pivots this rank perturbed (in the panels it factored).
     pub perturbed: usize,
 }
@@ -41,60 +94,163 @@ pub(crate) struct SharedFront<'a> {
     pub ranks: Range<usize>,
 }
 
+/// The whole columns a rank of the range works in, block after block.
+struct LocalColumns<T> {
+    m: usize,
+    blocks: Vec<Range<usize>>,
+    starts: Vec<usize>,
+    values: Vec<T>,
+}
+
+impl<T: Scalar> LocalColumns<T> {
+    fn zeroed(blocks: Vec<Range<usize>>, m: usize) -> Self {
+        let mut starts = Vec::with_capacity(blocks.len());
+        let mut len = 0;
+        for block in &blocks {
+            starts.push(len);
+            len += block.len() * m;
+        }
+        Self {
+            m,
+            blocks,
+            starts,
+            values: vec![T::ZERO; len],
+        }
+    }
+
+    /// Where columns `columns` (inside one held block) start and end in `values`.
+    fn span(&self, columns: &Range<usize>) -> Option<Range<usize>> {
+        let index = self
+            .blocks
+            .iter()
+            .position(|b| b.start <= columns.start && columns.end <= b.end)?;
+        let start = self.starts[index] + (columns.start - self.blocks[index].start) * self.m;
+        Some(start..start + columns.len() * self.m)
+    }
+
+    fn columns(&self, columns: &Range<usize>) -> Result<&[T], SparseError> {
+        let span = self.span(columns).ok_or_else(|| not_held(columns))?;
+        Ok(&self.values[span])
+    }
+
+    fn columns_mut(&mut self, columns: &Range<usize>) -> Result<&mut [T], SparseError> {
+        let span = self.span(columns).ok_or_else(|| not_held(columns))?;
+        Ok(&mut self.values[span])
+    }
+
+    /// The factors kept: fully summed columns whole, update columns their first `p` rows.
+    fn keep(&self, p: usize, swaps: Vec<usize>) -> FrontColumns<T> {
+        let m = self.m;
+        let mut values = Vec::with_capacity(kept_entries(m, p, &self.blocks));
+        let mut starts = Vec::with_capacity(self.blocks.len());
+        for (block, &start) in self.blocks.iter().zip(&self.starts) {
+            starts.push(values.len());
+            for (i, j) in block.clone().enumerate() {
+                let column = &self.values[start + i * m..start + (i + 1) * m];
+                values.extend_from_slice(if j < p { column } else { &column[..p] });
+            }
+        }
+        FrontColumns {
+            swaps,
+            m,
+            p,
+            blocks: self.blocks.clone(),
+            starts,
+            values,
+        }
+    }
+}
+
+/// Columns asked of a rank that does not hold them (a mapping at odds with itself).
+fn not_held(columns: &Range<usize>) -> SparseError {
+    SparseError::invalid(format!(
+        "columns {columns:?} of a shared front are not where they should be"
+    ))
+}
+
 impl SharedFront<'_> {
-    fn owner(&self) -> usize {
+    /// The range's first rank: it assembles the front and keeps its contribution block.
+    pub fn owner(&self) -> usize {
         self.ranks.start
     }
 
     /// The rank holding column block `block`.
-    fn holder(&self, block: usize) -> usize {
+    pub fn holder(&self, block: usize) -> usize {
         self.ranks.start + block % self.ranks.len().max(1)
     }
 
     /// The column ranges of the blocks `rank` holds, in order.
-    fn columns_of(&self, rank: usize) -> Vec<Range<usize>> {
+    pub fn columns_of(&self, rank: usize) -> Vec<Range<usize>> {
         column_blocks(0, self.front.order())
             .filter(|block| self.holder(block_of(block.start)) == rank)
             .collect()
     }
 
-    /// Factors the front with the other ranks of its range. At the owner, `dense` holds the
-    /// assembled front (column-major) and receives the factored one; elsewhere in the range it
-    /// is a workspace.
+    /// Factors the front with the other ranks of its range. At the owner, `assembled` holds
+    /// the assembled front (column-major); it is read only.
     ///
-    /// Errors: a collective's (another rank failed).
+    /// Errors: a collective's (another rank failed); a message of the wrong length.
     pub fn factor<T: Scalar>(
         &self,
         comm: &Comm<'_>,
-        dense: &mut Vec<T>,
+        assembled: &[T],
         pivoting: Pivoting,
     ) -> Result<Outcome<T>, SparseError> {
         let rank = comm.rank();
         let m = self.front.order();
         let p = self.front.pivots;
         let inside = self.ranks.contains(&rank);
-        let mine = self.columns_of(rank);
+        let mut local = LocalColumns::zeroed(
+            if inside {
+                self.columns_of(rank)
+            } else {
+                Vec::new()
+            },
+            m,
+        );
 
-        // The owner deals the columns.
-        let dealt = (rank == self.owner()).then(|| {
-            (0..comm.size())
-                .map(|r| {
-                    let mut columns = Vec::new();
-                    if r != rank {
-                        for block in self.columns_of(r) {
-                            T::pack(&dense[block.start * m..block.end * m], &mut columns);
+        // The owner deals the columns (and copies its own).
+        let dealt = if rank == self.owner() {
+            if assembled.len() != m * m {
+                return Err(SparseError::invalid(format!(
+                    "a shared front of order {m} was assembled with {} entries",
+                    assembled.len()
+                )));
+            }
+            for (block, &start) in local.blocks.iter().zip(&local.starts) {
+                local.values[start..start + block.len() * m]
+                    .copy_from_slice(&assembled[block.start * m..block.end * m]);
+            }
+            Some(
+                (0..comm.size())
+                    .map(|r| {
+                        let mut columns = Vec::new();
+                        if r != rank {
+                            for block in self.columns_of(r) {
+                                T::pack(&assembled[block.start * m..block.end * m], &mut columns);
+                            }
                         }
-                    }
-                    columns
-                })
-                .collect::<Vec<_>>()
-        });
+                        columns
+                    })
+                    .collect::<Vec<_>>(),
+            )
+        } else {
+            None
+        };
         let received = comm.scatter(self.owner(), dealt.as_deref())?;
+        drop(dealt);
         if inside && rank != self.owner() {
-            dense.clear();
-            dense.resize(m * m, T::ZERO);
-            place(dense, m, &mine, &received)?;
+            let columns = T::unpack(&received).ok_or_else(|| odd(received.len()))?;
+            if columns.len() != local.values.len() {
+                return Err(SparseError::invalid(format!(
+                    "{} values arrived for {} of a front's columns",
+                    columns.len(),
+                    local.values.len()
+                )));
+            }
+            local.values.copy_from_slice(&columns);
         }
+        drop(received);
 
         let mut swaps = Vec::with_capacity(p);
         let mut perturbed = 0;
@@ -110,10 +266,16 @@ impl SharedFront<'_> {
             if rank == root {
                 let (panel_swaps, count) = match factored_ahead.take() {
                     Some(ahead) => ahead,
-                    None => factor_panel(dense, m, p, panel.clone(), pivoting),
+                    None => factor_panel_columns(
+                        local.columns_mut(panel)?,
+                        m,
+                        p,
+                        panel.clone(),
+                        pivoting,
+                    ),
                 };
                 perturbed += count;
-                T::pack(&dense[panel.start * m..panel.end * m], &mut message);
+                T::pack(local.columns(panel)?, &mut message);
                 // Row indices below p < 2^53: exact as doubles.
                 message.extend(panel_swaps.iter().map(|&r| r as f64));
             }
@@ -127,10 +289,7 @@ impl SharedFront<'_> {
             }
             let panel_swaps: Vec<usize> = message[packed..].iter().map(|&r| r as usize).collect();
             if inside {
-                if rank != root {
-                    let columns = T::unpack(&message[..packed]).ok_or_else(|| odd(packed))?;
-                    dense[panel.start * m..panel.end * m].copy_from_slice(&columns);
-                }
+                let panel_columns = T::unpack(&message[..packed]).ok_or_else(|| odd(packed))?;
                 // The holder of the next panel brings its block up to date and factors it
                 // before its other updates, so the next broadcast need not wait for them.
                 // Every column still sees the same kernel calls in the same order.
@@ -138,12 +297,20 @@ impl SharedFront<'_> {
                     .get(i + 1)
                     .filter(|next| self.holder(block_of(next.start)) == rank);
                 let ahead_block = next.and_then(|_| column_blocks(panel.end, m).next());
-                if let (Some(next), Some(block)) = (next, ahead_block.clone()) {
-                    apply_swaps(dense, m, panel.start, &panel_swaps, block.clone());
-                    update_block(dense, m, panel.clone(), block);
-                    factored_ahead = Some(factor_panel(dense, m, p, next.clone(), pivoting));
+                if let (Some(next), Some(block)) = (next, &ahead_block) {
+                    let columns = local.columns_mut(block)?;
+                    swap_rows(columns, m, panel.start, &panel_swaps);
+                    update_columns(&panel_columns, columns, m, panel.start);
+                    factored_ahead = Some(factor_panel_columns(
+                        local.columns_mut(next)?,
+                        m,
+                        p,
+                        next.clone(),
+                        pivoting,
+                    ));
                 }
-                for block in &mine {
+                let held = local.blocks.clone();
+                for block in &held {
                     if ahead_block.as_ref() == Some(block) {
                         continue;
                     }
@@ -152,7 +319,7 @@ impl SharedFront<'_> {
                         block.start.max(panel.end)..block.end,
                     ] {
                         if !columns.is_empty() {
-                            apply_swaps(dense, m, panel.start, &panel_swaps, columns);
+                            swap_rows(local.columns_mut(&columns)?, m, panel.start, &panel_swaps);
                         }
                     }
                 }
@@ -160,35 +327,71 @@ impl SharedFront<'_> {
                     if self.holder(block_of(block.start)) == rank
                         && ahead_block.as_ref() != Some(&block)
                     {
-                        update_block(dense, m, panel.clone(), block);
+                        update_columns(&panel_columns, local.columns_mut(&block)?, m, panel.start);
                     }
                 }
             }
             swaps.extend(panel_swaps);
         }
+        drop(message);
 
-        // The owner gathers the columns back.
+        // The contribution block (rows and columns p..m) to the owner.
         let mut send = Vec::new();
-        if inside && rank != self.owner() {
-            for block in &mine {
-                T::pack(&dense[block.start * m..block.end * m], &mut send);
+        if inside {
+            for block in &local.blocks {
+                for j in block.clone().filter(|&j| j >= p) {
+                    let column = local.columns(&(j..j + 1))?;
+                    T::pack(&column[p..], &mut send);
+                }
             }
         }
         let gathered = comm.gather(self.owner(), &send)?;
-        let Some(gathered) = gathered else {
-            return Ok(Outcome {
-                kept: None,
-                perturbed,
-            });
+        drop(send);
+        let contribution = match gathered {
+            Some(gathered) => Some(self.contribution_block::<T>(&gathered)?),
+            None => None,
         };
-        for r in self.ranks.clone().filter(|&r| r != rank) {
-            place(dense, m, &self.columns_of(r), &gathered[r])?;
-        }
         Ok(Outcome {
-            kept: Some(extract(dense, self.front, swaps)),
+            part: inside.then(|| local.keep(p, swaps)),
+            contribution,
             perturbed,
         })
     }
+
+    /// The contribution block (`u x u`, column-major) from the update columns' lower rows
+    /// that each rank of the range sent, in its blocks' order.
+    fn contribution_block<T: Scalar>(&self, gathered: &[Vec<f64>]) -> Result<Vec<T>, SparseError> {
+        let m = self.front.order();
+        let p = self.front.pivots;
+        let u = m - p;
+        let mut block = vec![T::ZERO; u * u];
+        for r in self.ranks.clone() {
+            let message = gathered.get(r).ok_or_else(|| odd(0))?;
+            let values = T::unpack(message).ok_or_else(|| odd(message.len()))?;
+            let columns: Vec<usize> = self
+                .columns_of(r)
+                .into_iter()
+                .flatten()
+                .filter(|&j| j >= p)
+                .collect();
+            if values.len() != columns.len() * u {
+                return Err(SparseError::invalid(format!(
+                    "{} values of a contribution block arrived from rank {r} for {} columns of {u}",
+                    values.len(),
+                    columns.len()
+                )));
+            }
+            for (i, j) in columns.into_iter().enumerate() {
+                block[(j - p) * u..(j - p + 1) * u].copy_from_slice(&values[i * u..(i + 1) * u]);
+            }
+        }
+        Ok(block)
+    }
+}
+
+/// Entries of the panel buffer a rank of a shared front's range needs at most.
+pub(crate) fn panel_entries(m: usize, p: usize) -> usize {
+    m * p.min(PANEL)
 }
 
 /// A packed message of `len` `f64`s that holds no whole number of values.
@@ -198,35 +401,10 @@ fn odd(len: usize) -> SparseError {
     ))
 }
 
-/// Copies `packed` (the blocks' columns, concatenated, packed by [`Scalar::pack`]) into
-/// their places in `dense`.
-fn place<T: Scalar>(
-    dense: &mut [T],
-    m: usize,
-    blocks: &[Range<usize>],
-    packed: &[f64],
-) -> Result<(), SparseError> {
-    let expected: usize = blocks.iter().map(|b| b.len() * m).sum();
-    let columns = T::unpack(packed).ok_or_else(|| odd(packed.len()))?;
-    if columns.len() != expected {
-        return Err(SparseError::invalid(format!(
-            "{} values arrived for {expected} of a front's columns",
-            columns.len()
-        )));
-    }
-    let mut at = 0;
-    for block in blocks {
-        let len = block.len() * m;
-        dense[block.start * m..block.end * m].copy_from_slice(&columns[at..at + len]);
-        at += len;
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dense::factor_front;
+    use crate::dense::{factor_front, Updates};
     use tutti_backend::{GpuUse, Resources};
     use tutti_group::Group;
 
@@ -283,7 +461,7 @@ mod tests {
             let (front, assembled) = random_front(pivots, update, zero, entry);
             let mut alone = assembled.clone();
             let (want, want_contribution, want_perturbed) =
-                factor_front(&mut alone, &front, pivoting);
+                factor_front(&mut alone, &front, pivoting, Updates::OneThread);
             assert!(want_perturbed >= 1, "column {zero} was zero");
             for (size, ranks) in [(2, 0..2), (3, 0..3), (4, 1..4), (4, 0..4)] {
                 let group =
@@ -294,28 +472,51 @@ mod tests {
                 };
                 let results = group
                     .run(|comm| {
-                        let mut dense = if comm.rank() == ranks.start {
+                        let dense = if comm.rank() == ranks.start {
                             assembled.clone()
                         } else {
                             Vec::new()
                         };
-                        shared.factor(comm, &mut dense, pivoting)
+                        shared.factor(comm, &dense, pivoting)
                     })
                     .expect("run");
                 let perturbed: usize = results.iter().map(|outcome| outcome.perturbed).sum();
                 assert_eq!(perturbed, want_perturbed);
+                // The factors rebuilt from the columns each rank kept, each column once.
+                let m = pivots + update;
+                let label = format!("p {pivots}, u {update}, ranks {ranks:?} of {size}");
+                let mut lower = vec![T::ZERO; m * pivots];
+                let mut upper = vec![T::ZERO; pivots * update];
+                let mut held = vec![0usize; m];
+                let mut contribution = None;
+                let mut kept = 0;
                 for (rank, outcome) in results.into_iter().enumerate() {
-                    let Some((factor, contribution)) = outcome.kept else {
-                        assert_ne!(rank, ranks.start, "the owner keeps the factors");
-                        continue;
-                    };
-                    assert_eq!(rank, ranks.start);
-                    let label = format!("p {pivots}, u {update}, ranks {ranks:?} of {size}");
-                    assert_eq!(factor.swaps, want.swaps, "{label}");
-                    assert_eq!(bits(&factor.lower), bits(&want.lower), "{label}");
-                    assert_eq!(bits(&factor.upper), bits(&want.upper), "{label}");
-                    assert_eq!(bits(&contribution), bits(&want_contribution), "{label}");
+                    assert_eq!(outcome.part.is_some(), ranks.contains(&rank), "{label}");
+                    assert_eq!(outcome.contribution.is_some(), rank == ranks.start);
+                    contribution = contribution.or(outcome.contribution);
+                    let Some(part) = outcome.part else { continue };
+                    assert_eq!(part.swaps, want.swaps, "{label}");
+                    kept += part.len();
+                    for j in 0..m {
+                        let Some(column) = part.column(j) else {
+                            continue;
+                        };
+                        held[j] += 1;
+                        assert_eq!(shared.holder(j / PANEL), rank, "{label}: column {j}");
+                        if j < pivots {
+                            lower[j * m..(j + 1) * m].copy_from_slice(column);
+                        } else {
+                            let c = j - pivots;
+                            upper[c * pivots..(c + 1) * pivots].copy_from_slice(column);
+                        }
+                    }
                 }
+                assert!(held.iter().all(|&h| h == 1), "{label}: {held:?}");
+                assert_eq!(kept, m * pivots + pivots * update, "{label}");
+                assert_eq!(bits(&lower), bits(&want.lower), "{label}");
+                assert_eq!(bits(&upper), bits(&want.upper), "{label}");
+                let contribution = contribution.expect("the owner keeps the contribution");
+                assert_eq!(bits(&contribution), bits(&want_contribution), "{label}");
             }
         }
     }

@@ -97,9 +97,7 @@ impl<T: Scalar> Factorization<T> {
     }
 }
 
-/// The forward step of front `f`: its right-hand side assembled from `b` (new numbering)
-/// and its children's contribution vectors (taken from `pending`, added in the children's
-/// order, so the sums do not depend on where the children were solved), then
+/// The forward step of front `f`: its right-hand side assembled ([`front_rhs`]), then
 /// `z = L11^{-1} P rhs` into `z` (the front's unknowns) and the front's own contribution,
 /// `rhs[p..] - L21 z`, returned for its parent.
 pub(crate) fn forward_front<T: Scalar>(
@@ -112,6 +110,28 @@ pub(crate) fn forward_front<T: Scalar>(
 ) -> Vec<T> {
     let front = &symbolic.fronts[f];
     let (first, p, m) = (front.first, front.pivots, front.order());
+    let mut rhs = front_rhs(symbolic, f, &factor.swaps, b, pending);
+    for k in 0..p {
+        eliminate(&mut rhs, k, &factor.lower[k * m..(k + 1) * m]);
+    }
+    z[first..first + p].copy_from_slice(&rhs[..p]);
+    rhs.drain(..p);
+    rhs
+}
+
+/// Front `f`'s right-hand side (order `m`): `b` (new numbering) at its unknowns and its
+/// children's contribution vectors (taken from `pending`, added in the children's order, so
+/// the sums do not depend on where the children were solved), the pivot rows `swaps`
+/// applied.
+pub(crate) fn front_rhs<T: Scalar>(
+    symbolic: &Symbolic,
+    f: usize,
+    swaps: &[usize],
+    b: &[T],
+    pending: &mut [Option<Vec<T>>],
+) -> Vec<T> {
+    let front = &symbolic.fronts[f];
+    let (first, p, m) = (front.first, front.pivots, front.order());
     let mut rhs = vec![T::ZERO; m];
     rhs[..p].copy_from_slice(&b[first..first + p]);
     for &c in &front.children {
@@ -121,25 +141,44 @@ pub(crate) fn forward_front<T: Scalar>(
             }
         }
     }
-    let (own, rest) = rhs.split_at_mut(p);
-    for (k, &swap) in factor.swaps.iter().enumerate() {
-        own.swap(k, swap);
+    for (k, &swap) in swaps.iter().enumerate() {
+        rhs.swap(k, swap);
     }
-    for k in 0..p {
-        let zk = own[k];
-        if zk != T::ZERO {
-            let column = &factor.lower[k * m..(k + 1) * m];
-            for r in k + 1..p {
-                own[r] -= column[r] * zk;
-            }
-            for (target, &l) in rest.iter_mut().zip(&column[p..]) {
-                *target -= l * zk;
-            }
+    rhs
+}
+
+/// One column of the forward elimination: `rhs[k+1..] -= column[k+1..] rhs[k]`, where
+/// `column` is the front's column `k` of L (all `m` rows).
+pub(crate) fn eliminate<T: Scalar>(rhs: &mut [T], k: usize, column: &[T]) {
+    let zk = rhs[k];
+    if zk != T::ZERO {
+        for (target, &l) in rhs[k + 1..].iter_mut().zip(&column[k + 1..]) {
+            *target -= l * zk;
         }
     }
-    z[first..first + p].copy_from_slice(own);
-    rhs.drain(..p);
-    rhs
+}
+
+/// One update column of the backward step: `own -= column x_v`, where `column` is the
+/// column of U12 (`p` rows) of an update unknown whose solution is `xv`.
+pub(crate) fn subtract_update<T: Scalar>(own: &mut [T], column: &[T], xv: T) {
+    if xv != T::ZERO {
+        for (target, &u) in own.iter_mut().zip(column) {
+            *target -= u * xv;
+        }
+    }
+}
+
+/// One column of the backward substitution: `own[k] /= U[k, k]`, then
+/// `own[..k] -= column[..k] own[k]`, where `column` is the front's column `k` (at least its
+/// first `k + 1` rows).
+pub(crate) fn substitute<T: Scalar>(own: &mut [T], k: usize, column: &[T]) {
+    own[k] /= column[k];
+    let xk = own[k];
+    if xk != T::ZERO {
+        for (target, &u) in own[..k].iter_mut().zip(&column[..k]) {
+            *target -= u * xk;
+        }
+    }
 }
 
 /// The backward step of front `f`: `x = U11^{-1} (z - U12 x_update)` for its unknowns,
@@ -156,23 +195,10 @@ pub(crate) fn backward_front<T: Scalar>(
     let (first, p, m) = (front.first, front.pivots, front.order());
     let mut own: Vec<T> = z[first..first + p].to_vec();
     for (c, &v) in front.update.iter().enumerate() {
-        let xv = x[v];
-        if xv != T::ZERO {
-            let column = &factor.upper[c * p..(c + 1) * p];
-            for (target, &u) in own.iter_mut().zip(column) {
-                *target -= u * xv;
-            }
-        }
+        subtract_update(&mut own, &factor.upper[c * p..(c + 1) * p], x[v]);
     }
     for k in (0..p).rev() {
-        let column = &factor.lower[k * m..k * m + p];
-        own[k] /= column[k];
-        let xk = own[k];
-        if xk != T::ZERO {
-            for r in 0..k {
-                own[r] -= column[r] * xk;
-            }
-        }
+        substitute(&mut own, k, &factor.lower[k * m..k * m + p]);
     }
     x[first..first + p].copy_from_slice(&own);
 }
