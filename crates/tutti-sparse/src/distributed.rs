@@ -92,14 +92,7 @@ pub fn factor_on<T: Scalar>(
     let mut factorizer = FrontFactorizer::new(&symbolic, values, a.max_abs(), &options);
 
     // This rank's subtrees, without a message, on its device's threads.
-    let roots: Vec<usize> = mapping
-        .local_fronts(rank)
-        .filter(|&f| {
-            symbolic.tree.nodes()[f]
-                .parent
-                .is_none_or(|p| !mapping.local[p])
-        })
-        .collect();
+    let roots = mapping.local_roots(&symbolic, rank);
     let pool = crate::numeric::device_pool(comm.device())?;
     factorizer.perturbed += pool.install(|| {
         crate::forest::factor_forest(

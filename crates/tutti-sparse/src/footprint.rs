@@ -139,14 +139,7 @@ pub(crate) fn rank_footprint(
             .saturating_add(entries(2 * p, u));
     }
     // The local subtrees; their roots' blocks stay for the shared fronts.
-    let roots: Vec<usize> = mapping
-        .local_fronts(rank)
-        .filter(|&f| {
-            symbolic.tree.nodes()[f]
-                .parent
-                .is_none_or(|p| !mapping.local[p])
-        })
-        .collect();
+    let roots = mapping.local_roots(symbolic, rank);
     let mut peak = forest_peak(symbolic, &roots, threads);
     let mut live: u64 = roots.iter().map(|&f| contribution(symbolic, f)).sum();
 

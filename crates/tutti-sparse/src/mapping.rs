@@ -65,6 +65,18 @@ impl Mapping {
         (0..self.owner.len()).filter(move |&f| self.local[f] && self.owner[f] == rank)
     }
 
+    /// The roots of rank `rank`'s local subtrees (local fronts whose parent is shared or
+    /// none), in postorder.
+    pub fn local_roots(&self, symbolic: &Symbolic, rank: usize) -> Vec<usize> {
+        self.local_fronts(rank)
+            .filter(|&f| {
+                symbolic.tree.nodes()[f]
+                    .parent
+                    .is_none_or(|p| !self.local[p])
+            })
+            .collect()
+    }
+
     /// The shared fronts, in postorder (every rank takes part in their exchanges).
     pub fn shared_fronts(&self) -> impl DoubleEndedIterator<Item = usize> + '_ {
         (0..self.owner.len()).filter(move |&f| !self.local[f])
