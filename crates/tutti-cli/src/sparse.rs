@@ -145,9 +145,9 @@ struct SolveArgs {
     /// complex128 for a complex matrix), written atomically.
     #[arg(long, value_name = "x.npy")]
     out: Option<PathBuf>,
-    /// Print the memory plan (each device's fronts and contribution blocks, factors and
-    /// solve vectors) and exit without factoring; refused with the numbers when it does not
-    /// fit the devices and caps.
+    /// Print the memory plan (each device's fronts and contribution blocks, factors, the
+    /// matrix's values and the solve vectors) and exit without factoring; refused with the
+    /// numbers when it does not fit the devices and caps.
     #[arg(long)]
     plan: bool,
     /// The devices: one rank each, the assembly tree's subtrees split among them.

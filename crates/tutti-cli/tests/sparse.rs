@@ -280,6 +280,7 @@ fn plan_prints_the_plan_and_writes_nothing() {
         "plan for 2 device(s)",
         "fronts and contribution blocks",
         "factors",
+        "matrix values",
         "solve vectors",
     ] {
         assert!(stdout.contains(says), "{says:?} not in {stdout}");
@@ -692,7 +693,12 @@ fn a_complex_matrix_solves_in_complex_with_the_same_bits_on_one_and_two_devices(
 }
 
 /// The objects of the sparse solver's memory plan, all per device on the device tier.
-const PLANNED_OBJECTS: [&str; 3] = ["fronts and contribution blocks", "factors", "solve vectors"];
+const PLANNED_OBJECTS: [&str; 4] = [
+    "fronts and contribution blocks",
+    "factors",
+    "matrix values",
+    "solve vectors",
+];
 
 /// The row of `object` in a printed plan: the bytes of an entry (number and unit, `16 B`)
 /// and the count of entries.

@@ -1,11 +1,11 @@
 //! One factorization split among the ranks of a group (the model axis): each rank factors
-//! its subtrees, then each shared front, assembled by its owner from the contribution
-//! blocks gathered to it, is factored by the ranks of its range together, in postorder,
-//! each keeping the columns it factored. Solves run the same way, forward up the tree and
-//! backward down it, through the shared fronts' columns where they are. The tree, the order of every sum and the dense kernels (sequential
-//! within a front) do not depend on the number of ranks, so factors and solutions are
-//! bitwise those of one rank. The collectives move `f64`s: complex values travel as
-//! `(re, im)` pairs ([`Scalar::pack`]).
+//! its subtrees, then each shared front, in postorder, is assembled where its columns are
+//! (from its children's blocks' columns, [`crate::shared_assembly`]) and factored by the
+//! ranks of its range together, each keeping the columns it factored. Solves run the same
+//! way, forward up the tree and backward down it, through the shared fronts' columns where
+//! they are. The tree, the order of every sum and the dense kernels do not depend on the
+//! number of ranks, so factors and solutions are bitwise those of one rank. The collectives
+//! move `f64`s: complex values travel as `(re, im)` pairs ([`Scalar::pack`]).
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -19,7 +19,8 @@ use crate::mapping::Mapping;
 use crate::numeric::{
     missing_contribution as missing, FactorOptions, FrontFactor, FrontFactorizer,
 };
-use crate::shared_front::{FrontColumns, SharedFront};
+use crate::shared_assembly::{assemble, Blocks};
+use crate::shared_front::{BlockColumns, FrontColumns, SharedFront};
 use crate::solve::{backward_front, forward_front, front_rhs, SolveInfo, SolveOptions};
 use crate::symbolic::Symbolic;
 use crate::{CsrMatrix, Scalar, SparseError};
@@ -89,12 +90,12 @@ pub fn factor_on<T: Scalar>(
     let mut fronts: Vec<Option<FrontFactor<T>>> = vec![None; count];
     let mut shared_parts: Vec<Option<FrontColumns<T>>> = vec![None; count];
     let mut contributions: Vec<Option<Vec<T>>> = vec![None; count];
-    let mut factorizer = FrontFactorizer::new(&symbolic, values, a.max_abs(), &options);
+    let mut block_columns: Vec<Option<BlockColumns<T>>> = vec![None; count];
 
     // This rank's subtrees, without a message, on its device's threads.
     let roots = mapping.local_roots(&symbolic, rank);
     let pool = crate::numeric::device_pool(comm.device())?;
-    factorizer.perturbed += pool.install(|| {
+    let mut perturbed = pool.install(|| {
         crate::forest::factor_forest(
             &symbolic,
             values,
@@ -105,26 +106,25 @@ pub fn factor_on<T: Scalar>(
             &mut fronts,
         )
     })?;
-    // The shared fronts, in postorder: the children's blocks gathered to the owner, which
-    // assembles the front; the ranks of its range factor it together and keep its columns.
-    let pivoting = factorizer.pivoting();
+    // The shared fronts, in postorder: each assembled where its columns are, from the
+    // children's blocks' columns; the ranks of its range factor it together and keep their
+    // columns of its factors and of its own block.
+    let pivoting = FrontFactorizer::new(&symbolic, values, a.max_abs(), &options).pivoting();
     for f in mapping.shared_fronts() {
-        let send = pack(&symbolic, &mapping, f, rank, &mut contributions)?;
-        if let Some(blocks) = comm.gather(mapping.owner[f], &send)? {
-            let blocks = unpack_all::<T>(&blocks)?;
-            let children = unpack(&symbolic, &mapping, f, &blocks, |u| u * u)?;
-            factorizer.assemble(f, children)?;
-        }
+        let blocks = Blocks {
+            local: &mut contributions,
+            shared: &mut block_columns,
+        };
+        let local = assemble(comm, &symbolic, &mapping, f, values, blocks)?;
         let shared = SharedFront {
             front: &symbolic.fronts[f],
             ranks: mapping.ranks[f].clone(),
         };
-        let outcome = shared.factor(comm, factorizer.workspace(), pivoting)?;
-        factorizer.perturbed += outcome.perturbed;
+        let outcome = shared.factor(comm, local, pivoting)?;
+        perturbed += outcome.perturbed;
         shared_parts[f] = outcome.part;
-        contributions[f] = outcome.contribution;
+        block_columns[f] = outcome.contribution;
     }
-    let perturbed = factorizer.perturbed;
     let mut total = [perturbed as u64];
     comm.allreduce_sum(&mut total)?;
     Ok(RankFactors {
@@ -209,7 +209,7 @@ fn solve_once_on<T: Scalar>(
         let mut rhs = Vec::new();
         if let Some(blocks) = comm.gather(mapping.owner[f], &send)? {
             let blocks = unpack_all::<T>(&blocks)?;
-            for (c, block) in unpack(symbolic, mapping, f, &blocks, |u| u)? {
+            for (c, block) in unpack(symbolic, mapping, f, &blocks)? {
                 pending[c] = Some(block.to_vec());
             }
             let swaps = &part.ok_or_else(|| missing(f))?.swaps;
@@ -265,8 +265,8 @@ fn solve_once_on<T: Scalar>(
     Ok(())
 }
 
-/// The blocks of front `f`'s children that this rank holds (taken from `pending`), in the
-/// children's order, concatenated: what this rank sends to `f`'s owner.
+/// The contribution vectors of front `f`'s children that this rank holds (taken from
+/// `pending`), in the children's order, concatenated: what this rank sends to `f`'s owner.
 fn pack<T: Scalar>(
     symbolic: &Symbolic,
     mapping: &Mapping,
@@ -302,14 +302,13 @@ fn unpack_values<T: Scalar>(packed: &[f64], len: usize) -> Result<Cow<'_, [T]>, 
     }
 }
 
-/// Front `f`'s children's blocks, each cut from the gathered block of the rank that owns
-/// it (`len(u)` entries for a child with `u` update unknowns), in the children's order.
+/// Front `f`'s children's contribution vectors, each cut from the gathered message of the
+/// rank that owns it, in the children's order.
 fn unpack<'b, T: Scalar>(
     symbolic: &Symbolic,
     mapping: &Mapping,
     f: usize,
     blocks: &'b [Cow<'_, [T]>],
-    len: impl Fn(usize) -> usize,
 ) -> Result<Vec<(usize, &'b [T])>, SparseError> {
     let mut read = vec![0usize; blocks.len()];
     symbolic.fronts[f]
@@ -317,7 +316,7 @@ fn unpack<'b, T: Scalar>(
         .iter()
         .map(|&c| {
             let source = mapping.owner[c];
-            let size = len(symbolic.fronts[c].update.len());
+            let size = symbolic.fronts[c].update.len();
             let start = *read.get(source).ok_or_else(|| missing(c))?;
             let block = blocks[source]
                 .get(start..start + size)

@@ -5,15 +5,18 @@
 //! The working set is bounded from the way the factorization runs, step by step, never from
 //! a guess: a rank's local subtrees on one thread hold one reused front workspace (as large
 //! as the largest front so far) and the contribution blocks alive; on several threads every
-//! subtree task may be in progress at once ([`crate::forest`]), so the bound adds their
-//! peaks; a shared front's owner holds the assembled front and the columns it deals, and
-//! every rank of the range its own columns and a panel.
+//! subtree task (one per thread) may be in progress while the others are done
+//! ([`crate::forest`]); a rank of a shared front's range holds its columns of the front, the
+//! block columns it sends and receives in the assembly's exchange, then a panel, and keeps
+//! its columns of the factors and of the front's own block.
 
 use tutti_backend::{Device, Resources};
 use tutti_plan::{Budget, ObjectSpec, Plan, Planner, Tier};
 
+use crate::dense::block_of;
 use crate::forest::Layers;
 use crate::mapping::Mapping;
+use crate::shared_assembly::block_column_holder;
 use crate::shared_front::{kept_entries, panel_entries, SharedFront};
 use crate::symbolic::Symbolic;
 use crate::{Scalar, SparseError};
@@ -144,54 +147,55 @@ pub(crate) fn rank_footprint(
     let mut live: u64 = roots.iter().map(|&f| contribution(symbolic, f)).sum();
 
     // The shared fronts, in postorder.
-    let mut workspace = 0u64;
     for f in mapping.shared_fronts() {
         let front = &fronts[f];
         let (m, p) = (front.order(), front.pivots);
-        let sent: u64 = front
-            .children
-            .iter()
-            .filter(|&&c| mapping.owner[c] == rank)
-            .map(|&c| contribution(symbolic, c))
-            .sum();
+        let u = m - p;
         let shared = SharedFront {
             front,
             ranks: mapping.ranks[f].clone(),
         };
+        if !shared.ranks.contains(&rank) {
+            continue;
+        }
+        // The children's block columns this rank holds and sends, and those it receives.
+        let (mut held, mut received) = (0u64, 0u64);
+        for &c in &front.children {
+            let child = &fronts[c];
+            let size = child.update.len() as u64;
+            for (b, &position) in child.in_parent.iter().enumerate() {
+                if block_column_holder(symbolic, mapping, c, b) == rank {
+                    held = held.saturating_add(size);
+                }
+                if shared.holder(block_of(position)) == rank {
+                    received = received.saturating_add(size);
+                }
+            }
+        }
         let columns = shared.columns_of(rank);
         let local = entries(m, columns.iter().map(|b| b.len()).sum());
         let kept = kept_entries(m, p, &columns) as u64;
-        let panel = 2 * panel_entries(m, p) as u64;
-        let block = contribution(symbolic, f);
-        if rank == shared.owner() {
-            let gathered: u64 = front
-                .children
+        let own_block = entries(
+            u,
+            columns
                 .iter()
-                .map(|&c| contribution(symbolic, c))
-                .sum();
-            workspace = workspace.max(entries(m, m));
-            // Gathering the children's blocks; dealing the columns (its own copied, the
-            // others' packed); the panels; the contribution block gathered; the columns
-            // kept copied out of the working ones.
-            let step = gathered
-                .max(entries(m, m))
-                .max(local.saturating_add(panel))
-                .max(local.saturating_add(block.saturating_mul(3)))
-                .max(local.saturating_add(kept));
-            peak = peak.max(live.saturating_add(workspace).saturating_add(step));
-            live = live.saturating_sub(sent).saturating_add(block);
-        } else if mapping.ranks[f].contains(&rank) {
-            // Its columns received; the panels; its rows of the block sent; the columns
-            // kept copied out.
-            let step = local
-                .saturating_mul(2)
-                .max(local.saturating_add(panel))
-                .max(local.saturating_add(kept));
-            peak = peak.max(live.saturating_add(workspace).saturating_add(step));
-            live = live.saturating_sub(sent);
-        } else {
-            live = live.saturating_sub(sent);
-        }
+                .map(|b| b.end - b.start.max(p).min(b.end))
+                .sum(),
+        );
+        let panel = 2 * panel_entries(m, p) as u64;
+        // The exchange: its columns; the blocks it sends, packed (each child's freed once
+        // packed) and in the transport; those it receives, in the transport and copied out
+        // (a complex unpacking copies them again once the transport's are freed).
+        let exchange = live
+            .saturating_add(local)
+            .saturating_add(held)
+            .saturating_add(received.saturating_mul(2));
+        let rest = live.saturating_sub(held).saturating_add(local);
+        // Then the panels; then the columns kept, copied out of the working ones.
+        let factor = rest.saturating_add(panel);
+        let keep = rest.saturating_add(kept).saturating_add(own_block);
+        peak = peak.max(exchange).max(factor).max(keep);
+        live = live.saturating_sub(held).saturating_add(own_block);
         factors = factors.saturating_add(kept);
     }
     RankFootprint {
@@ -203,7 +207,8 @@ pub(crate) fn rank_footprint(
 /// The memory plan of a real factorization of `symbolic` split among `ranks` ranks on
 /// `devices` (this process's devices) within the caps of `resources`: per device, the
 /// largest rank's factors and working set (its local subtrees on as many threads as the
-/// devices have), and the solve's vectors; all on the device tier.
+/// devices have), the matrix's values (each rank keeps them for residuals) and the solve's
+/// vectors; all on the device tier.
 /// A complex factorization ([`crate::SplitFactorization`] of a `CsrMatrix<c64>`) plans the
 /// same entries at 16 bytes each ([`plan_for`]).
 ///
@@ -267,6 +272,10 @@ pub(crate) fn plan_entries(
         .no_slower_than(Tier::Device),
         ObjectSpec::per_device("factors", entry_bytes, largest.factors)
             .first_used_at(1)
+            .no_slower_than(Tier::Device),
+        // Every rank keeps the factored matrix's values, for the solves' residuals.
+        ObjectSpec::per_device("matrix values", entry_bytes, symbolic.indices.len() as u64)
+            .first_used_at(0)
             .no_slower_than(Tier::Device),
         // The permuted right-hand side, z, x and one refinement's residual and iterate.
         ObjectSpec::per_device("solve vectors", entry_bytes, n.saturating_mul(6))

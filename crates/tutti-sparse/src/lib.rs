@@ -99,6 +99,7 @@ pub mod models;
 mod numeric;
 pub mod ordering;
 mod scalar;
+mod shared_assembly;
 mod shared_front;
 mod shared_solve;
 mod solve;

@@ -230,8 +230,8 @@ impl<'s, T: Scalar> FrontFactorizer<'s, T> {
     }
 
     /// Front `f` assembled from the matrix and `children`'s contribution blocks, in the
-    /// workspace ([`FrontFactorizer::workspace`]), not factored.
-    pub fn assemble<'b>(
+    /// workspace, not factored.
+    fn assemble<'b>(
         &mut self,
         f: usize,
         children: impl IntoIterator<Item = (usize, &'b [T])>,
@@ -247,11 +247,6 @@ impl<'s, T: Scalar> FrontFactorizer<'s, T> {
             );
         }
         Ok(())
-    }
-
-    /// The workspace: the front last assembled, column-major.
-    pub fn workspace(&mut self) -> &mut Vec<T> {
-        &mut self.dense
     }
 
     /// The pivot thresholds.

@@ -1,17 +1,17 @@
 //! A shared front factored by all the ranks of its range together, its columns dealt
 //! block-cyclically (blocks of [`crate::dense::PANEL`] columns, block b to the range's rank
-//! `b mod q`), and kept where they were factored.
+//! `b mod q`), assembled where they are dealt ([`crate::shared_assembly`]) and kept where
+//! they were factored.
 //!
-//! The front's owner (the range's first rank) assembles it and scatters each rank its
-//! columns; each rank works in its own columns only. For each panel, the rank holding it
-//! factors it (its columns are up to date: it applied every earlier panel to them) and
-//! broadcasts it with its pivot rows; every rank of the range swaps those rows in its own
-//! columns and updates its own blocks right of the panel. With a lookahead of one panel: the
-//! holder of the next panel updates that panel's block first and factors it before its other
-//! updates, so it is ready to broadcast while the other ranks are still updating, and no rank
-//! idles through a panel's factorization. At the end each rank keeps its columns of L and U
-//! ([`FrontColumns`]), so the range holds the front's factors once, and the owner gathers
-//! the contribution block for the parent. Every column sees the kernel calls of
+//! Each rank works in its own columns only. For each panel, the rank holding it factors it
+//! (its columns are up to date: it applied every earlier panel to them) and broadcasts it
+//! with its pivot rows; every rank of the range swaps those rows in its own columns and
+//! updates its own blocks right of the panel. With a lookahead of one panel: the holder of
+//! the next panel updates that panel's block first and factors it before its other updates,
+//! so it is ready to broadcast while the other ranks are still updating, and no rank idles
+//! through a panel's factorization. At the end each rank keeps its columns of L and U
+//! ([`FrontColumns`]) and of the contribution block ([`BlockColumns`], for the parent's
+//! assembly), so the range holds the front once. Every column sees the kernel calls of
 //! [`crate::dense::factor_front`] on the same data, so the factors are bitwise those of one
 //! rank; the ranks of the range share the trailing updates, which dominate, and the front's
 //! memory. The solves run through the columns where they are ([`crate::shared_solve`]).
@@ -82,8 +82,8 @@ pub(crate) fn kept_entries(m: usize, p: usize, columns: &[Range<usize>]) -> usiz
 pub(crate) struct Outcome<T> {
     /// In the range, this rank's columns of the factors; elsewhere `None`.
     pub part: Option<FrontColumns<T>>,
-    /// At the owner, the front's contribution block (column-major `u x u`); elsewhere `None`.
-    pub contribution: Option<Vec<T>>,
+    /// In the range, this rank's columns of the contribution block; elsewhere `None`.
+    pub contribution: Option<BlockColumns<T>>,
     /// The pivots this rank perturbed (in the panels it factored).
     pub perturbed: usize,
 }
@@ -94,38 +94,71 @@ pub(crate) struct SharedFront<'a> {
     pub ranks: Range<usize>,
 }
 
-/// The whole columns a rank of the range works in, block after block.
-struct LocalColumns<T> {
+/// A rank's columns of a shared front's contribution block (the rows below the fully
+/// summed ones of its update columns), kept for the parent's assembly.
+#[derive(Clone, Debug)]
+pub(crate) struct BlockColumns<T> {
+    /// The block's order `u`.
+    u: usize,
+    /// The block's columns held (`j - p` for the front's column `j`), increasing.
+    columns: Vec<usize>,
+    /// Their values, `u` per column.
+    values: Vec<T>,
+}
+
+impl<T: Scalar> BlockColumns<T> {
+    /// Column `b` of the contribution block, or `None` when not held.
+    pub fn column(&self, b: usize) -> Option<&[T]> {
+        let i = self.columns.binary_search(&b).ok()?;
+        self.values.get(i * self.u..(i + 1) * self.u)
+    }
+}
+
+/// The whole columns (`m` rows each) a rank of a shared front's range works in, block
+/// after block.
+pub(crate) struct LocalColumns<T> {
     m: usize,
     blocks: Vec<Range<usize>>,
-    starts: Vec<usize>,
+    /// Where each of the front's columns starts in `values`, if held.
+    offsets: Vec<Option<usize>>,
     values: Vec<T>,
 }
 
 impl<T: Scalar> LocalColumns<T> {
-    fn zeroed(blocks: Vec<Range<usize>>, m: usize) -> Self {
-        let mut starts = Vec::with_capacity(blocks.len());
-        let mut len = 0;
+    /// The columns `blocks` of a front of order `m`, zero.
+    ///
+    /// Errors: more entries than memory can address.
+    pub fn zeroed(blocks: Vec<Range<usize>>, m: usize) -> Result<Self, SparseError> {
+        let mut offsets = vec![None; m];
+        let mut len = 0usize;
         for block in &blocks {
-            starts.push(len);
-            len += block.len() * m;
+            for j in block.clone() {
+                offsets[j] = Some(len);
+                len = len.checked_add(m).ok_or_else(|| SparseError::TooLarge {
+                    what: "a shared front's columns",
+                    detail: format!("order {m}"),
+                })?;
+            }
         }
-        Self {
+        Ok(Self {
             m,
             blocks,
-            starts,
+            offsets,
             values: vec![T::ZERO; len],
-        }
+        })
+    }
+
+    /// Column `j`, if held.
+    pub fn column_mut(&mut self, j: usize) -> Option<&mut [T]> {
+        let start = (*self.offsets.get(j)?)?;
+        self.values.get_mut(start..start + self.m)
     }
 
     /// Where columns `columns` (inside one held block) start and end in `values`.
     fn span(&self, columns: &Range<usize>) -> Option<Range<usize>> {
-        let index = self
-            .blocks
-            .iter()
-            .position(|b| b.start <= columns.start && columns.end <= b.end)?;
-        let start = self.starts[index] + (columns.start - self.blocks[index].start) * self.m;
-        Some(start..start + columns.len() * self.m)
+        let start = (*self.offsets.get(columns.start)?)?;
+        let last = (*self.offsets.get(columns.end.checked_sub(1)?)?)?;
+        (last == start + (columns.len() - 1) * self.m).then(|| start..last + self.m)
     }
 
     fn columns(&self, columns: &Range<usize>) -> Result<&[T], SparseError> {
@@ -138,26 +171,43 @@ impl<T: Scalar> LocalColumns<T> {
         Ok(&mut self.values[span])
     }
 
-    /// The factors kept: fully summed columns whole, update columns their first `p` rows.
-    fn keep(&self, p: usize, swaps: Vec<usize>) -> FrontColumns<T> {
+    /// The factors kept: fully summed columns whole, update columns their first `p` rows;
+    /// and the update columns' rows below, the contribution block's columns.
+    fn keep(&self, p: usize, swaps: Vec<usize>) -> (FrontColumns<T>, BlockColumns<T>) {
         let m = self.m;
+        let u = m - p;
         let mut values = Vec::with_capacity(kept_entries(m, p, &self.blocks));
         let mut starts = Vec::with_capacity(self.blocks.len());
-        for (block, &start) in self.blocks.iter().zip(&self.starts) {
+        let mut block = BlockColumns {
+            u,
+            columns: Vec::new(),
+            values: Vec::new(),
+        };
+        for columns in &self.blocks {
             starts.push(values.len());
-            for (i, j) in block.clone().enumerate() {
-                let column = &self.values[start + i * m..start + (i + 1) * m];
-                values.extend_from_slice(if j < p { column } else { &column[..p] });
+            for j in columns.clone() {
+                let Some(start) = self.offsets[j] else {
+                    continue;
+                };
+                let column = &self.values[start..start + m];
+                if j < p {
+                    values.extend_from_slice(column);
+                } else {
+                    values.extend_from_slice(&column[..p]);
+                    block.columns.push(j - p);
+                    block.values.extend_from_slice(&column[p..]);
+                }
             }
         }
-        FrontColumns {
+        let factors = FrontColumns {
             swaps,
             m,
             p,
             blocks: self.blocks.clone(),
             starts,
             values,
-        }
+        };
+        (factors, block)
     }
 }
 
@@ -169,7 +219,8 @@ fn not_held(columns: &Range<usize>) -> SparseError {
 }
 
 impl SharedFront<'_> {
-    /// The range's first rank: it assembles the front and keeps its contribution block.
+    /// The range's first rank: it holds the first column block, so the solve's forward
+    /// step starts there.
     pub fn owner(&self) -> usize {
         self.ranks.start
     }
@@ -186,71 +237,20 @@ impl SharedFront<'_> {
             .collect()
     }
 
-    /// Factors the front with the other ranks of its range. At the owner, `assembled` holds
-    /// the assembled front (column-major); it is read only.
+    /// Factors the front with the other ranks of its range, each from its own assembled
+    /// columns `local` (none outside the range).
     ///
     /// Errors: a collective's (another rank failed); a message of the wrong length.
     pub fn factor<T: Scalar>(
         &self,
         comm: &Comm<'_>,
-        assembled: &[T],
+        mut local: LocalColumns<T>,
         pivoting: Pivoting,
     ) -> Result<Outcome<T>, SparseError> {
         let rank = comm.rank();
         let m = self.front.order();
         let p = self.front.pivots;
         let inside = self.ranks.contains(&rank);
-        let mut local = LocalColumns::zeroed(
-            if inside {
-                self.columns_of(rank)
-            } else {
-                Vec::new()
-            },
-            m,
-        );
-
-        // The owner deals the columns (and copies its own).
-        let dealt = if rank == self.owner() {
-            if assembled.len() != m * m {
-                return Err(SparseError::invalid(format!(
-                    "a shared front of order {m} was assembled with {} entries",
-                    assembled.len()
-                )));
-            }
-            for (block, &start) in local.blocks.iter().zip(&local.starts) {
-                local.values[start..start + block.len() * m]
-                    .copy_from_slice(&assembled[block.start * m..block.end * m]);
-            }
-            Some(
-                (0..comm.size())
-                    .map(|r| {
-                        let mut columns = Vec::new();
-                        if r != rank {
-                            for block in self.columns_of(r) {
-                                T::pack(&assembled[block.start * m..block.end * m], &mut columns);
-                            }
-                        }
-                        columns
-                    })
-                    .collect::<Vec<_>>(),
-            )
-        } else {
-            None
-        };
-        let received = comm.scatter(self.owner(), dealt.as_deref())?;
-        drop(dealt);
-        if inside && rank != self.owner() {
-            let columns = T::unpack(&received).ok_or_else(|| odd(received.len()))?;
-            if columns.len() != local.values.len() {
-                return Err(SparseError::invalid(format!(
-                    "{} values arrived for {} of a front's columns",
-                    columns.len(),
-                    local.values.len()
-                )));
-            }
-            local.values.copy_from_slice(&columns);
-        }
-        drop(received);
 
         let mut swaps = Vec::with_capacity(p);
         let mut perturbed = 0;
@@ -334,58 +334,17 @@ impl SharedFront<'_> {
             swaps.extend(panel_swaps);
         }
         drop(message);
-
-        // The contribution block (rows and columns p..m) to the owner.
-        let mut send = Vec::new();
-        if inside {
-            for block in &local.blocks {
-                for j in block.clone().filter(|&j| j >= p) {
-                    let column = local.columns(&(j..j + 1))?;
-                    T::pack(&column[p..], &mut send);
-                }
-            }
-        }
-        let gathered = comm.gather(self.owner(), &send)?;
-        drop(send);
-        let contribution = match gathered {
-            Some(gathered) => Some(self.contribution_block::<T>(&gathered)?),
-            None => None,
+        let (part, contribution) = if inside {
+            let (part, block) = local.keep(p, swaps);
+            (Some(part), Some(block))
+        } else {
+            (None, None)
         };
         Ok(Outcome {
-            part: inside.then(|| local.keep(p, swaps)),
+            part,
             contribution,
             perturbed,
         })
-    }
-
-    /// The contribution block (`u x u`, column-major) from the update columns' lower rows
-    /// that each rank of the range sent, in its blocks' order.
-    fn contribution_block<T: Scalar>(&self, gathered: &[Vec<f64>]) -> Result<Vec<T>, SparseError> {
-        let m = self.front.order();
-        let p = self.front.pivots;
-        let u = m - p;
-        let mut block = vec![T::ZERO; u * u];
-        for r in self.ranks.clone() {
-            let message = gathered.get(r).ok_or_else(|| odd(0))?;
-            let values = T::unpack(message).ok_or_else(|| odd(message.len()))?;
-            let columns: Vec<usize> = self
-                .columns_of(r)
-                .into_iter()
-                .flatten()
-                .filter(|&j| j >= p)
-                .collect();
-            if values.len() != columns.len() * u {
-                return Err(SparseError::invalid(format!(
-                    "{} values of a contribution block arrived from rank {r} for {} columns of {u}",
-                    values.len(),
-                    columns.len()
-                )));
-            }
-            for (i, j) in columns.into_iter().enumerate() {
-                block[(j - p) * u..(j - p + 1) * u].copy_from_slice(&values[i * u..(i + 1) * u]);
-            }
-        }
-        Ok(block)
     }
 }
 
@@ -459,6 +418,7 @@ mod tests {
         // than the range's blocks.
         for (pivots, update, zero) in [(75, 40, 33), (96, 0, 5), (20, 50, 0), (200, 130, 101)] {
             let (front, assembled) = random_front(pivots, update, zero, entry);
+            let m = pivots + update;
             let mut alone = assembled.clone();
             let (want, want_contribution, want_perturbed) =
                 factor_front(&mut alone, &front, pivoting, Updates::OneThread);
@@ -472,28 +432,40 @@ mod tests {
                 };
                 let results = group
                     .run(|comm| {
-                        let dense = if comm.rank() == ranks.start {
-                            assembled.clone()
+                        let mine = if ranks.contains(&comm.rank()) {
+                            shared.columns_of(comm.rank())
                         } else {
                             Vec::new()
                         };
-                        shared.factor(comm, &dense, pivoting)
+                        let mut local = LocalColumns::zeroed(mine, m)?;
+                        for j in 0..m {
+                            if let Some(column) = local.column_mut(j) {
+                                column.copy_from_slice(&assembled[j * m..(j + 1) * m]);
+                            }
+                        }
+                        shared.factor(comm, local, pivoting)
                     })
                     .expect("run");
                 let perturbed: usize = results.iter().map(|outcome| outcome.perturbed).sum();
                 assert_eq!(perturbed, want_perturbed);
                 // The factors rebuilt from the columns each rank kept, each column once.
-                let m = pivots + update;
                 let label = format!("p {pivots}, u {update}, ranks {ranks:?} of {size}");
                 let mut lower = vec![T::ZERO; m * pivots];
                 let mut upper = vec![T::ZERO; pivots * update];
                 let mut held = vec![0usize; m];
-                let mut contribution = None;
+                let mut contribution = vec![T::ZERO; update * update];
+                let mut block_held = vec![0usize; update];
                 let mut kept = 0;
                 for (rank, outcome) in results.into_iter().enumerate() {
                     assert_eq!(outcome.part.is_some(), ranks.contains(&rank), "{label}");
-                    assert_eq!(outcome.contribution.is_some(), rank == ranks.start);
-                    contribution = contribution.or(outcome.contribution);
+                    if let Some(block) = outcome.contribution {
+                        for b in 0..update {
+                            if let Some(column) = block.column(b) {
+                                block_held[b] += 1;
+                                contribution[b * update..(b + 1) * update].copy_from_slice(column);
+                            }
+                        }
+                    }
                     let Some(part) = outcome.part else { continue };
                     assert_eq!(part.swaps, want.swaps, "{label}");
                     kept += part.len();
@@ -515,7 +487,10 @@ mod tests {
                 assert_eq!(kept, m * pivots + pivots * update, "{label}");
                 assert_eq!(bits(&lower), bits(&want.lower), "{label}");
                 assert_eq!(bits(&upper), bits(&want.upper), "{label}");
-                let contribution = contribution.expect("the owner keeps the contribution");
+                assert!(
+                    block_held.iter().all(|&h| h == 1),
+                    "{label}: {block_held:?}"
+                );
                 assert_eq!(bits(&contribution), bits(&want_contribution), "{label}");
             }
         }
