@@ -139,7 +139,7 @@ pub(crate) fn rank_footprint(
         let (p, u) = (fronts[f].pivots, fronts[f].update.len());
         factors = factors
             .saturating_add(entries(p, p))
-            .saturating_add(entries(2 * p, u));
+            .saturating_add(entries(p, u).saturating_mul(2));
     }
     // The local subtrees; their roots' blocks stay for the shared fronts.
     let roots = mapping.local_roots(symbolic, rank);

@@ -42,10 +42,8 @@ pub(crate) struct FrontColumns<T> {
     /// The front's order `m` and fully summed count `p`.
     m: usize,
     p: usize,
-    /// The column blocks held, in order.
-    blocks: Vec<Range<usize>>,
-    /// Where each block's first column starts in `values`.
-    starts: Vec<usize>,
+    /// Where each of the front's columns starts in `values`, if held.
+    offsets: Vec<Option<usize>>,
     /// The columns, block after block.
     values: Vec<T>,
 }
@@ -53,13 +51,9 @@ pub(crate) struct FrontColumns<T> {
 impl<T: Scalar> FrontColumns<T> {
     /// Column `j` (`m` entries if fully summed, else `p`), or `None` when not held.
     pub fn column(&self, j: usize) -> Option<&[T]> {
-        let index = self.blocks.partition_point(|block| block.end <= j);
-        let block = self.blocks.get(index).filter(|b| b.contains(&j))?;
-        let pivots_before = j.min(self.p).saturating_sub(block.start.min(self.p));
-        let updates_before = j - block.start - pivots_before;
-        let at = self.starts[index] + pivots_before * self.m + updates_before * self.p;
+        let start = (*self.offsets.get(j)?)?;
         let len = if j < self.p { self.m } else { self.p };
-        self.values.get(at..at + len)
+        self.values.get(start..start + len)
     }
 
     /// Entries held.
@@ -177,18 +171,18 @@ impl<T: Scalar> LocalColumns<T> {
         let m = self.m;
         let u = m - p;
         let mut values = Vec::with_capacity(kept_entries(m, p, &self.blocks));
-        let mut starts = Vec::with_capacity(self.blocks.len());
+        let mut offsets = vec![None; m];
         let mut block = BlockColumns {
             u,
             columns: Vec::new(),
             values: Vec::new(),
         };
         for columns in &self.blocks {
-            starts.push(values.len());
             for j in columns.clone() {
                 let Some(start) = self.offsets[j] else {
                     continue;
                 };
+                offsets[j] = Some(values.len());
                 let column = &self.values[start..start + m];
                 if j < p {
                     values.extend_from_slice(column);
@@ -203,8 +197,7 @@ impl<T: Scalar> LocalColumns<T> {
             swaps,
             m,
             p,
-            blocks: self.blocks.clone(),
-            starts,
+            offsets,
             values,
         };
         (factors, block)
