@@ -1622,7 +1622,8 @@ int tutti_sparse_options_default(struct TuttiSparseOptions *options);
  * (each process runs a rank per device its `resources` select). Every process receives the
  * whole solution, bitwise that of as many devices in one process. The patterns and options
  * are compared here (when they differ, every process returns
- * `TUTTI_ERROR_INVALID_ARGUMENT`); values and right-hand sides are not compared. When a
+ * `TUTTI_ERROR_INVALID_ARGUMENT`), and the values and right-hand sides by a digest at each
+ * factorization and solve (when they differ, every process fails, naming the ranks). When a
  * call fails in one process (a bad argument, a value that is not finite), that process
  * returns its own status and every other `TUTTI_ERROR_REMOTE` with its rank and message;
  * only a failure before the options or the handle are read (a bad `options` or `handle`

@@ -194,7 +194,8 @@ class SparseLU:
     imaginary parts would give a wrong answer.
 
     Over a world (``resources=tutti.Resources(..., world=world)``) every process makes the
-    same calls with the same arguments (the values and right-hand sides are not compared);
+    same calls with the same arguments (a digest of the values and right-hand sides is
+    compared: when they differ, every process raises);
     a failure on one process raises ``Status.ERROR_REMOTE`` on the others, also for an
     argument refused here in Python. :attr:`info` and :meth:`close` are local. The
     factorization keeps what it needs of the world itself and works after the world is

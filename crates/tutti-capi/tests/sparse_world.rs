@@ -319,6 +319,19 @@ fn a_check_failing_in_one_process_releases_the_others() {
             b[3] = f64::NAN;
         }
         note(solve(handle, &mut b, 2));
+        // Values differing in one bit on process 1, then right-hand sides differing on
+        // process 0: every process refuses them.
+        let mut values = a.values().to_vec();
+        if rank == 1 {
+            values[7] = f64::from_bits(values[7].to_bits() ^ 1);
+        }
+        note(factor(handle, &values));
+        assert_eq!(factor(handle, a.values()), OK, "{}", last_error());
+        let mut b = right_hand_sides(&a);
+        if rank == 0 {
+            b[1] += 1.0;
+        }
+        note(solve(handle, &mut b, 2));
         // After every failure, the handle and the world still serve.
         let mut x = right_hand_sides(&a);
         assert_eq!(solve(handle, &mut x, 2), OK, "{}", last_error());
@@ -363,6 +376,17 @@ fn a_check_failing_in_one_process_releases_the_others() {
         "right-hand side 0, row 3 is NaN",
         "a NaN in b",
     );
+    // Every process finds the difference itself; one whose run hears another's report
+    // first returns it as that process's (TUTTI_ERROR_REMOTE), with the same message.
+    for (call, what) in [
+        (9, "different matrices"),
+        (10, "different right-hand sides"),
+    ] {
+        for (status, message) in at(call) {
+            assert!(status == INVALID || status == REMOTE, "{status}: {message}");
+            assert!(message.contains(what), "{message}");
+        }
+    }
     for (_, x) in &outcomes {
         assert!(
             *x == reference,

@@ -14,6 +14,7 @@ use tutti_backend::Resources;
 use tutti_group::{Comm, Group, RunError};
 use tutti_plan::Plan;
 
+use crate::agreement::{agree, Digest};
 use crate::csr::check_len;
 use crate::mapping::Mapping;
 use crate::numeric::{
@@ -71,10 +72,12 @@ impl<T: Scalar> RankFactors<T> {
 }
 
 /// Factors `a` (the pattern `symbolic` analysed) on this rank of `comm`: every rank of the
-/// group calls this with the same matrix and analysis.
+/// group calls this with the same matrix and analysis (checked: a digest of each rank's
+/// ordering, pattern and values is compared across the group).
 ///
-/// Errors: a matrix of another pattern or with a value that is not finite; a collective's
-/// error (another rank failed).
+/// Errors: a matrix of another pattern or with a value that is not finite; ranks given
+/// different matrices or analyses ([`SparseError::InvalidArgument`] on every rank, naming
+/// those that differ from rank 0); a collective's error (another rank failed).
 pub fn factor_on<T: Scalar>(
     comm: &Comm<'_>,
     symbolic: Arc<Symbolic>,
@@ -83,6 +86,17 @@ pub fn factor_on<T: Scalar>(
 ) -> Result<RankFactors<T>, SparseError> {
     symbolic.check_pattern(a)?;
     a.check_finite(a.values())?;
+    let mut digest = Digest::new();
+    digest
+        .words(symbolic.tree.order().iter().map(|&i| i as u64))
+        .words(symbolic.indptr.iter().map(|&i| i as u64))
+        .words(symbolic.indices.iter().map(|&i| i as u64))
+        .values(a.values());
+    agree(
+        comm,
+        digest.finish(),
+        "matrices (orderings, patterns or values)",
+    )?;
     let rank = comm.rank();
     let mapping = Mapping::new(&symbolic, comm.size());
     let values = a.values();
@@ -140,11 +154,13 @@ pub fn factor_on<T: Scalar>(
 }
 
 /// Solves `A X = B` with a factorization split among the ranks of `comm`: every rank calls
-/// this with its [`RankFactors`] and the same right-hand sides (`rhs` columns, column-major),
-/// and every rank receives the whole solution. Refines iteratively as
-/// [`crate::Factorization::solve_in_place`] does, with the same bits.
+/// this with its [`RankFactors`] and the same right-hand sides (`rhs` columns, column-major;
+/// checked by a digest, as [`factor_on`] checks the matrix), and every rank receives the
+/// whole solution. Refines iteratively as [`crate::Factorization::solve_in_place`] does,
+/// with the same bits.
 ///
-/// Errors: as [`crate::Factorization::solve_in_place`]; a collective's error.
+/// Errors: as [`crate::Factorization::solve_in_place`]; ranks given different right-hand
+/// sides ([`SparseError::InvalidArgument`] on every rank); a collective's error.
 pub fn solve_on<T: Scalar>(
     comm: &Comm<'_>,
     factors: &RankFactors<T>,
@@ -159,6 +175,8 @@ pub fn solve_on<T: Scalar>(
     })?;
     check_len("b", b.len(), len)?;
     crate::solve::check_finite_rhs(b, n)?;
+    let digest = Digest::new().words([rhs as u64]).values(b).finish();
+    agree(comm, digest, "right-hand sides")?;
     let residual = crate::solve::Residual {
         indptr: &factors.symbolic.indptr,
         indices: &factors.symbolic.indices,

@@ -84,6 +84,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod agreement;
 mod analyse;
 mod assembly;
 mod csr;

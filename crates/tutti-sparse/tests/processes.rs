@@ -98,3 +98,67 @@ fn a_plan_refused_on_one_process_fails_the_others_runs() {
         );
     }
 }
+
+/// Processes given different values, or different right-hand sides, are told so on every
+/// process (naming the rank that differs) instead of factoring or solving a mixture.
+#[test]
+fn processes_given_different_values_or_right_hand_sides_all_fail() {
+    let n = 3000;
+    let a = random_tridiagonal(n, 31);
+    // One value, in the last bit, on process 2 only.
+    let mut values = a.values().to_vec();
+    values[n / 2] = f64::from_bits(values[n / 2].to_bits() ^ 1);
+    let other =
+        tutti_sparse::CsrMatrix::try_new(n, n, a.indptr().to_vec(), a.indices().to_vec(), values)
+            .unwrap();
+    let symbolic = Arc::new(Symbolic::new(&a, path_tree(n, 8)).unwrap());
+    let b = rhs(n, 4);
+    let outcomes = tutti_mpi::on_loopback_processes(3, |group| {
+        let mine = if group.local_ranks().start == 2 {
+            &other
+        } else {
+            &a
+        };
+        SplitFactorization::new(
+            group,
+            Arc::clone(&symbolic),
+            mine,
+            FactorOptions::default(),
+            &Resources::cpu(1),
+        )
+        .map(|_| ())
+    })
+    .unwrap();
+    for (process, outcome) in outcomes.iter().enumerate() {
+        let error = outcome.as_ref().unwrap_err();
+        assert!(
+            error.to_string().contains("different matrices") && error.to_string().contains("[2]"),
+            "process {process}: {error}"
+        );
+    }
+    let outcomes = tutti_mpi::on_loopback_processes(3, |group| {
+        let split = SplitFactorization::new(
+            group,
+            Arc::clone(&symbolic),
+            &a,
+            FactorOptions::default(),
+            &Resources::cpu(1),
+        )?;
+        let mut x = b.clone();
+        if group.local_ranks().start == 1 {
+            x[0] += 1.0;
+        }
+        split
+            .solve_in_place(group, &mut x, 1, &SolveOptions::default())
+            .map(|_| ())
+    })
+    .unwrap();
+    for (process, outcome) in outcomes.iter().enumerate() {
+        let error = outcome.as_ref().unwrap_err();
+        assert!(
+            error.to_string().contains("different right-hand sides")
+                && error.to_string().contains("[1]"),
+            "process {process}: {error}"
+        );
+    }
+}
