@@ -102,9 +102,10 @@ struct TuttiRun {
     label: &'static str,
     method: OrderingMethod,
     analyse: Best,
-    /// One device with every core: its factor time, and whether every round's solution had
-    /// the bits of the sequential one.
+    /// One device with every core: its factor and solve times, and whether every round's
+    /// solution had the bits of the sequential one.
     threaded_factor: Best,
+    threaded_solve: Best,
     threaded_bits_equal: bool,
     statistics: Option<Statistics>,
     perturbed: usize,
@@ -193,11 +194,23 @@ fn tutti_round(
             .install(|| Factorization::new(Arc::clone(&symbolic), a, FactorOptions::default()))
     });
     run.threaded_factor.keep(threaded_seconds);
+    let threaded = threaded?;
     let mut threaded_x = b.to_vec();
-    threaded?.solve_in_place(&mut threaded_x, 1, &SolveOptions::default())?;
+    let (threaded_solve_seconds, threaded_info) = timed(|| {
+        pools
+            .1
+            .install(|| threaded.solve_in_place(&mut threaded_x, 1, &SolveOptions::default()))
+    });
+    threaded_info?;
+    run.threaded_solve.keep(threaded_solve_seconds);
     run.perturbed = lu.perturbed_pivots();
     let mut x = b.to_vec();
-    let (solve_seconds, info) = timed(|| lu.solve_in_place(&mut x, 1, &SolveOptions::default()));
+    // The sequential solve on the one-thread pool (subtrees run on the pool's threads).
+    let (solve_seconds, info) = timed(|| {
+        pools
+            .0
+            .install(|| lu.solve_in_place(&mut x, 1, &SolveOptions::default()))
+    });
     let info = info?;
     drop(lu);
     let (one, split_runs) = run
@@ -313,6 +326,7 @@ fn run_case(case: &Case, groups: &[Group]) -> Result<Value, Box<dyn Error>> {
             },
             analyse: Best::new(),
             threaded_factor: Best::new(),
+            threaded_solve: Best::new(),
             threaded_bits_equal: true,
             statistics: None,
             perturbed: 0,
@@ -326,6 +340,7 @@ fn run_case(case: &Case, groups: &[Group]) -> Result<Value, Box<dyn Error>> {
             }),
             analyse: Best::new(),
             threaded_factor: Best::new(),
+            threaded_solve: Best::new(),
             threaded_bits_equal: true,
             statistics: None,
             perturbed: 0,
@@ -496,7 +511,7 @@ fn run_case(case: &Case, groups: &[Group]) -> Result<Value, Box<dyn Error>> {
                     ms(run.analyse.0),
                     ms(factor),
                     ms(run.analyse.0 + factor),
-                    "-",
+                    ms(run.threaded_solve.0),
                     statistics.factor_flops / factor / 1e9,
                     "-",
                     "-",
@@ -541,6 +556,8 @@ fn run_case(case: &Case, groups: &[Group]) -> Result<Value, Box<dyn Error>> {
                 "threads": cores,
                 "factor_seconds": run.threaded_factor.0,
                 "speedup_over_one_thread": one.factor.0 / run.threaded_factor.0,
+                "solve_seconds": run.threaded_solve.0,
+                "solve_speedup_over_one_thread": one.solve.0 / run.threaded_solve.0,
                 "bits_equal_one_thread": run.threaded_bits_equal,
             },
             "devices": device_rows,

@@ -16,13 +16,14 @@ use tutti_plan::Plan;
 
 use crate::agreement::{agree, Digest};
 use crate::csr::check_len;
+use crate::forest_solve::{backward_forest, forward_forest};
 use crate::mapping::Mapping;
 use crate::numeric::{
     missing_contribution as missing, FactorOptions, FrontFactor, FrontFactorizer,
 };
 use crate::shared_assembly::{assemble, Blocks};
 use crate::shared_front::{BlockColumns, FrontColumns, SharedFront};
-use crate::solve::{backward_front, forward_front, front_rhs, SolveInfo, SolveOptions};
+use crate::solve::{front_rhs, SolveInfo, SolveOptions};
 use crate::symbolic::Symbolic;
 use crate::{CsrMatrix, Scalar, SparseError};
 
@@ -205,18 +206,11 @@ fn solve_once_on<T: Scalar>(
     let mut z = vec![T::ZERO; n];
     let mut pending: Vec<Option<Vec<T>>> = vec![None; count];
 
-    // Forward: local subtrees, then the shared fronts with their children's vectors
-    // gathered to the owner.
-    for f in mapping.local_fronts(rank) {
-        pending[f] = Some(forward_front(
-            symbolic,
-            f,
-            factor(f)?,
-            &permuted,
-            &mut pending,
-            &mut z,
-        ));
-    }
+    // Forward: local subtrees (on the device's threads), then the shared fronts with their
+    // children's vectors gathered to the owner.
+    let roots = mapping.local_roots(symbolic, rank);
+    let pool = crate::numeric::device_pool(comm.device())?;
+    pool.install(|| forward_forest(symbolic, &roots, &factor, &permuted, &mut pending, &mut z))?;
     for f in mapping.shared_fronts() {
         let shared = SharedFront {
             front: &symbolic.fronts[f],
@@ -255,9 +249,7 @@ fn solve_once_on<T: Scalar>(
         let own = crate::shared_solve::backward(comm, &shared, f, part, &z[first..first + p], &x)?;
         x[first..first + p].copy_from_slice(&own);
     }
-    for f in mapping.local_fronts(rank).rev() {
-        backward_front(symbolic, f, factor(f)?, &z, &mut x);
-    }
+    pool.install(|| backward_forest(symbolic, &roots, &factor, &z, &mut x))?;
     // Every rank's local unknowns, to every rank.
     let mut mine: Vec<f64> = Vec::new();
     for f in mapping.local_fronts(rank) {

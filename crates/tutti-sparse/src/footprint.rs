@@ -277,8 +277,9 @@ pub(crate) fn plan_entries(
         ObjectSpec::per_device("matrix values", entry_bytes, symbolic.indices.len() as u64)
             .first_used_at(0)
             .no_slower_than(Tier::Device),
-        // The permuted right-hand side, z, x and one refinement's residual and iterate.
-        ObjectSpec::per_device("solve vectors", entry_bytes, n.saturating_mul(6))
+        // The permuted right-hand side, z, x, the copy of x the threaded backward pass
+        // reads its ancestors from, and one refinement's residual and iterate.
+        ObjectSpec::per_device("solve vectors", entry_bytes, n.saturating_mul(7))
             .first_used_at(2)
             .no_slower_than(Tier::Device),
     ];

@@ -115,7 +115,7 @@ pub(crate) fn factor_forest<T: Scalar>(
 }
 
 /// The fronts of `root`'s subtree, every front after its descendants.
-fn postorder(symbolic: &Symbolic, root: usize) -> Vec<usize> {
+pub(crate) fn postorder(symbolic: &Symbolic, root: usize) -> Vec<usize> {
     // Preorder (a front before its descendants), reversed.
     let mut order = Vec::new();
     let mut stack = vec![root];

@@ -93,6 +93,7 @@ mod distributed;
 mod error;
 mod footprint;
 mod forest;
+mod forest_solve;
 mod graph;
 mod mapping;
 pub mod matrix_market;

@@ -2,7 +2,8 @@
 //! one or many right-hand sides, and iterative refinement against the factored matrix.
 
 use crate::csr::check_len;
-use crate::numeric::{Factorization, FrontFactor};
+use crate::forest_solve::{backward_forest, forward_forest};
+use crate::numeric::{missing_contribution, Factorization, FrontFactor};
 use crate::symbolic::Symbolic;
 use crate::{Scalar, SparseError};
 
@@ -70,30 +71,27 @@ impl<T: Scalar> Factorization<T> {
             norm_inf: self.norm_inf,
         };
         refine(b, rhs, n, options, self.perturbed, &residual, |column| {
-            self.solve_once(column);
-            Ok(())
+            self.solve_once(column)
         })
     }
 
-    /// One solve with the factors, in place, for one right-hand side (old numbering).
-    fn solve_once(&self, b: &mut [T]) {
+    /// One solve with the factors, in place, for one right-hand side (old numbering):
+    /// independent subtrees on the current rayon pool's threads, with the bits of one.
+    fn solve_once(&self, b: &mut [T]) -> Result<(), SparseError> {
         let symbolic = &self.symbolic;
         let order = symbolic.tree.order();
         let permuted: Vec<T> = order.iter().map(|&old| b[old]).collect();
-        let fronts: Vec<(usize, &FrontFactor<T>)> = self.fronts.iter().enumerate().collect();
+        let roots = symbolic.tree.roots();
+        let factor = |f: usize| self.fronts.get(f).ok_or_else(|| missing_contribution(f));
         let mut z = vec![T::ZERO; symbolic.unknowns()];
         let mut pending: Vec<Option<Vec<T>>> = vec![None; symbolic.fronts.len()];
-        for &(f, factor) in &fronts {
-            let contribution = forward_front(symbolic, f, factor, &permuted, &mut pending, &mut z);
-            pending[f] = Some(contribution);
-        }
+        forward_forest(symbolic, &roots, &factor, &permuted, &mut pending, &mut z)?;
         let mut x = vec![T::ZERO; symbolic.unknowns()];
-        for &(f, factor) in fronts.iter().rev() {
-            backward_front(symbolic, f, factor, &z, &mut x);
-        }
+        backward_forest(symbolic, &roots, &factor, &z, &mut x)?;
         for (new, &old) in order.iter().enumerate() {
             b[old] = x[new];
         }
+        Ok(())
     }
 }
 
@@ -108,8 +106,22 @@ pub(crate) fn forward_front<T: Scalar>(
     pending: &mut [Option<Vec<T>>],
     z: &mut [T],
 ) -> Vec<T> {
+    forward_front_at(symbolic, f, factor, b, pending, z, 0)
+}
+
+/// [`forward_front`] with `z` holding the unknowns from `offset` on (the front's among
+/// them).
+pub(crate) fn forward_front_at<T: Scalar>(
+    symbolic: &Symbolic,
+    f: usize,
+    factor: &FrontFactor<T>,
+    b: &[T],
+    pending: &mut [Option<Vec<T>>],
+    z: &mut [T],
+    offset: usize,
+) -> Vec<T> {
     let front = &symbolic.fronts[f];
-    let (first, p, m) = (front.first, front.pivots, front.order());
+    let (first, p, m) = (front.first - offset, front.pivots, front.order());
     let mut rhs = front_rhs(symbolic, f, &factor.swaps, b, pending);
     for k in 0..p {
         eliminate(&mut rhs, k, &factor.lower[k * m..(k + 1) * m]);
@@ -191,16 +203,34 @@ pub(crate) fn backward_front<T: Scalar>(
     z: &[T],
     x: &mut [T],
 ) {
+    backward_front_at(symbolic, f, factor, z, x, 0, &[]);
+}
+
+/// [`backward_front`] with `x` holding the unknowns from `offset` on (the front's among
+/// them); an update unknown outside them is read from `outside` (the whole solution).
+pub(crate) fn backward_front_at<T: Scalar>(
+    symbolic: &Symbolic,
+    f: usize,
+    factor: &FrontFactor<T>,
+    z: &[T],
+    x: &mut [T],
+    offset: usize,
+    outside: &[T],
+) {
     let front = &symbolic.fronts[f];
     let (first, p, m) = (front.first, front.pivots, front.order());
     let mut own: Vec<T> = z[first..first + p].to_vec();
     for (c, &v) in front.update.iter().enumerate() {
-        subtract_update(&mut own, &factor.upper[c * p..(c + 1) * p], x[v]);
+        let xv = match v.checked_sub(offset).and_then(|i| x.get(i)) {
+            Some(&value) => value,
+            None => outside[v],
+        };
+        subtract_update(&mut own, &factor.upper[c * p..(c + 1) * p], xv);
     }
     for k in (0..p).rev() {
         substitute(&mut own, k, &factor.lower[k * m..k * m + p]);
     }
-    x[first..first + p].copy_from_slice(&own);
+    x[first - offset..first - offset + p].copy_from_slice(&own);
 }
 
 /// Errors on the first right-hand side entry that is not finite (`b` column-major, `n` rows).
