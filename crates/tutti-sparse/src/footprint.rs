@@ -14,7 +14,7 @@ use tutti_backend::{Device, Resources};
 use tutti_plan::{Budget, ObjectSpec, Plan, Planner, Tier};
 
 use crate::dense::block_of;
-use crate::forest::Layers;
+use crate::forest::{subtree, Layers};
 use crate::mapping::Mapping;
 use crate::shared_assembly::block_column_holder;
 use crate::shared_front::{kept_entries, panel_entries, SharedFront};
@@ -66,16 +66,6 @@ fn sequential_peak(
         live = live.saturating_sub(children).saturating_add(own);
     }
     peak
-}
-
-/// The fronts of `root`'s subtree in postorder (a subtree is the range of fronts ending at
-/// its root: the fronts are numbered in postorder).
-fn subtree(symbolic: &Symbolic, root: usize) -> impl Iterator<Item = usize> {
-    let mut first = root;
-    while let Some(&child) = symbolic.fronts[first].children.iter().min() {
-        first = child;
-    }
-    first..=root
 }
 
 /// The working set's peak of factoring the subtrees of `roots` on `threads` threads, in

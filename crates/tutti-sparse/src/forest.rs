@@ -12,6 +12,8 @@
 //! bitwise those of [`FrontFactorizer::factor_subtrees`] whatever the thread count or the
 //! order in which the tasks ran.
 
+use std::ops::RangeInclusive;
+
 use rayon::prelude::*;
 
 use crate::mapping::subtree_costs;
@@ -75,7 +77,7 @@ pub(crate) fn factor_forest<T: Scalar>(
     if threads <= 1 {
         let mut factorizer = factorizer();
         for &root in roots {
-            factorizer.factor_subtrees(postorder(symbolic, root), contributions, factors)?;
+            factorizer.factor_subtrees(subtree(symbolic, root), contributions, factors)?;
         }
         return Ok(factorizer.perturbed);
     }
@@ -85,17 +87,16 @@ pub(crate) fn factor_forest<T: Scalar>(
         .tasks
         .par_iter()
         .map(|&root| {
-            let order = postorder(symbolic, root);
+            let order = subtree(symbolic, root);
             let mut mine: Vec<Option<Vec<T>>> = vec![None; symbolic.fronts.len()];
             let mut own: Vec<Option<FrontFactor<T>>> = vec![None; symbolic.fronts.len()];
             let mut factorizer = factorizer().on_one_thread();
-            factorizer.factor_subtrees(order.iter().copied(), &mut mine, &mut own)?;
+            factorizer.factor_subtrees(order.clone(), &mut mine, &mut own)?;
             let contribution = mine[root]
                 .take()
                 .ok_or_else(|| crate::numeric::missing_contribution(root))?;
             let factored: Vec<(usize, FrontFactor<T>)> = order
-                .iter()
-                .filter_map(|&f| own[f].take().map(|factor| (f, factor)))
+                .filter_map(|f| own[f].take().map(|factor| (f, factor)))
                 .collect();
             Ok::<_, SparseError>((contribution, factored, factorizer.perturbed))
         })
@@ -114,15 +115,13 @@ pub(crate) fn factor_forest<T: Scalar>(
     Ok(perturbed + factorizer.perturbed)
 }
 
-/// The fronts of `root`'s subtree, every front after its descendants.
-pub(crate) fn postorder(symbolic: &Symbolic, root: usize) -> Vec<usize> {
-    // Preorder (a front before its descendants), reversed.
-    let mut order = Vec::new();
-    let mut stack = vec![root];
-    while let Some(f) = stack.pop() {
-        order.push(f);
-        stack.extend(&symbolic.fronts[f].children);
+/// The fronts of `root`'s subtree, every front after its descendants: a range, since the
+/// fronts are numbered in postorder (children in increasing order), so a subtree's fronts
+/// run from its first leaf's to its root.
+pub(crate) fn subtree(symbolic: &Symbolic, root: usize) -> RangeInclusive<usize> {
+    let mut first = root;
+    while let Some(&child) = symbolic.fronts[first].children.first() {
+        first = child;
     }
-    order.reverse();
-    order
+    first..=root
 }

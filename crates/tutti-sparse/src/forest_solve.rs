@@ -10,7 +10,7 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use crate::forest::{postorder, Layers};
+use crate::forest::{subtree, Layers};
 use crate::numeric::{missing_contribution, FrontFactor};
 use crate::solve::{backward_front, backward_front_at, forward_front, forward_front_at};
 use crate::symbolic::Symbolic;
@@ -36,7 +36,7 @@ pub(crate) fn forward_forest<T: Scalar>(
     let threads = rayon::current_num_threads();
     if threads <= 1 {
         for &root in roots {
-            for f in postorder(symbolic, root) {
+            for f in subtree(symbolic, root) {
                 pending[f] = Some(forward_front(symbolic, f, factor(f)?, b, pending, z));
             }
         }
@@ -56,7 +56,7 @@ pub(crate) fn forward_forest<T: Scalar>(
         .zip(&ranges)
         .map(|((&task, chunk), range)| {
             let mut local: Vec<Option<Vec<T>>> = vec![None; count];
-            for f in postorder(symbolic, task) {
+            for f in subtree(symbolic, task) {
                 let block =
                     forward_front_at(symbolic, f, factor(f)?, b, &mut local, chunk, range.start);
                 local[f] = Some(block);
@@ -87,7 +87,7 @@ pub(crate) fn backward_forest<T: Scalar>(
     let threads = rayon::current_num_threads();
     if threads <= 1 {
         for &root in roots.iter().rev() {
-            for f in postorder(symbolic, root).into_iter().rev() {
+            for f in subtree(symbolic, root).rev() {
                 backward_front(symbolic, f, factor(f)?, z, x);
             }
         }
@@ -109,7 +109,7 @@ pub(crate) fn backward_forest<T: Scalar>(
         .zip(chunks(x, &ranges))
         .zip(&ranges)
         .try_for_each(|((&task, chunk), range)| {
-            for f in postorder(symbolic, task).into_iter().rev() {
+            for f in subtree(symbolic, task).rev() {
                 backward_front_at(symbolic, f, factor(f)?, z, chunk, range.start, &outside);
             }
             Ok(())
@@ -118,12 +118,9 @@ pub(crate) fn backward_forest<T: Scalar>(
 
 /// The unknowns of `root`'s subtree: from its first front's to its own last.
 fn unknowns(symbolic: &Symbolic, root: usize) -> Range<usize> {
-    let mut first = root;
-    while let Some(&child) = symbolic.fronts[first].children.iter().min() {
-        first = child;
-    }
-    let front = &symbolic.fronts[root];
-    symbolic.fronts[first].first..front.first + front.pivots
+    let fronts = subtree(symbolic, root);
+    let (first, last) = (&symbolic.fronts[*fronts.start()], &symbolic.fronts[root]);
+    first.first..last.first + last.pivots
 }
 
 /// `values` cut into the disjoint `ranges` (increasing), one mutable chunk each.
