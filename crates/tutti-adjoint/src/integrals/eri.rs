@@ -43,6 +43,10 @@ struct PrimitivePair {
 /// shell quartet, so the neglected part of any integral stays below 1e-13.
 pub const PRIMITIVE_THRESHOLD: f64 = 1e-16;
 
+/// Kets of at most this many Cartesian products have the bra side summed as sparse dot
+/// products ([`EriEngine::pair_block`]'s inner loops).
+const DOT_PRODUCT_KET: usize = 6;
+
 /// The cost of entering one of the kernel's inner loops, in multiply-adds: what makes a
 /// loop over one or a few Hermite indices dear.
 const LOOP_OVERHEAD: usize = 4;
@@ -91,8 +95,13 @@ impl ShellPair {
 pub struct EriWorkspace {
     r: Vec<f64>,
     r_scratch: Vec<f64>,
+    /// Positions in R's cube of the bra's and the ket's Hermite indices.
     bra_offsets: Vec<usize>,
     ket_offsets: Vec<usize>,
+    /// Each ket pattern entry's row start in `r_rows`.
+    ket_entry_rows: Vec<usize>,
+    /// Each bra pattern entry's row start in `w`.
+    bra_entry_rows: Vec<usize>,
     w: Vec<f64>,
     /// W transposed, `[ncart_ket][n_herm_bra]`, summed over the ket primitives.
     w_by_ket: Vec<f64>,
@@ -121,6 +130,8 @@ pub struct EriEngine {
     function_counts: Vec<usize>,
     /// Hermite indices per order, up to four times the largest degree of any set.
     hermite: Vec<Vec<[usize; 3]>>,
+    /// Each set's Cartesian-to-output matrix by its non-zero elements.
+    transforms: Vec<Vec<(usize, usize, f64)>>,
     nao: usize,
 }
 
@@ -150,6 +161,10 @@ impl EriEngine {
         sets.extend(extra);
         let max_degree = sets.iter().map(|s| s.degree).max().unwrap_or(0);
         let mut engine = Self {
+            transforms: sets
+                .iter()
+                .map(|set| nonzero_elements(&set.transform, set.functions))
+                .collect(),
             function_counts: sets[..shell_count].iter().map(|s| s.functions).collect(),
             sets,
             shell_count,
@@ -397,12 +412,20 @@ impl EriEngine {
         ket_pair: &ShellPair,
         workspace: &'w mut EriWorkspace,
     ) -> &'w [f64] {
-        let sets = [
-            &self.sets[bra_pair.a],
-            &self.sets[bra_pair.b],
-            &self.sets[ket_pair.a],
-            &self.sets[ket_pair.b],
-        ];
+        self.oriented_block_with(bra_pair, ket_pair, DOT_PRODUCT_KET, workspace)
+    }
+
+    /// [`EriEngine::oriented_block`] with the bra side summed by sparse dot products for
+    /// kets of at most `dot_product_ket` Cartesian products.
+    fn oriented_block_with<'w>(
+        &self,
+        bra_pair: &ShellPair,
+        ket_pair: &ShellPair,
+        dot_product_ket: usize,
+        workspace: &'w mut EriWorkspace,
+    ) -> &'w [f64] {
+        let set_index = [bra_pair.a, bra_pair.b, ket_pair.a, ket_pair.b];
+        let sets = set_index.map(|set| &self.sets[set]);
         let order = bra_pair.order + ket_pair.order;
         let dim = order + 1;
         let herm_bra = &self.hermite[bra_pair.order];
@@ -410,21 +433,37 @@ impl EriEngine {
         let ncart_bra = sets[0].monomials.len() * sets[1].monomials.len();
         let ncart_ket = sets[2].monomials.len() * sets[3].monomials.len();
         let ws = workspace;
-        // R offsets of the bra Hermite indices, and of every ket Hermite index.
+        let n_bra = herm_bra.len();
+        // R offsets of the bra Hermite indices, and of every ket Hermite index: R_{h + h'}
+        // for every bra h, gathered into one contiguous row per ket h', makes the sums below
+        // run over contiguous rows, independent across bra indices.
         ws.bra_offsets.clear();
         ws.bra_offsets
             .extend(herm_bra.iter().map(|[t, u, v]| (t * dim + u) * dim + v));
         ws.ket_offsets.clear();
         ws.ket_offsets
             .extend(herm_ket.iter().map(|[t, u, v]| (t * dim + u) * dim + v));
-        let n_bra = herm_bra.len();
+        // The first element of each ket pattern entry's R row, and of each bra pattern
+        // entry's W row.
+        ws.ket_entry_rows.clear();
+        ws.ket_entry_rows
+            .extend(ket_pair.pattern.iter().map(|h| h * n_bra));
+        ws.bra_entry_rows.clear();
+        ws.bra_entry_rows
+            .extend(bra_pair.pattern.iter().map(|h| h * ncart_ket));
         ws.cart.clear();
         ws.cart.resize(ncart_bra * ncart_ket, 0.0);
         ws.w.resize(n_bra * ncart_ket, 0.0);
         ws.w_by_ket.resize(ncart_ket * n_bra, 0.0);
         ws.r_rows.resize(herm_ket.len() * n_bra, 0.0);
+        // A ket of few Cartesian products (ss, sp, ps pairs) makes the bra's rows of W short:
+        // the bra side then sums each Cartesian integral as one sparse dot product over W's
+        // columns, into `cart` transposed, instead of adding short rows. The same terms are
+        // added to each integral in the same order either way, so the bits are the same.
+        let by_dot = ncart_ket <= dot_product_ket;
         let two_pi_52 = 2.0 * std::f64::consts::PI.powf(2.5);
         let ket_rows = &ket_pair.row_starts;
+        let bra_rows = &bra_pair.row_starts;
         for bra_prim in &bra_pair.primitives {
             let p = bra_prim.exponent;
             ws.w_by_ket.fill(0.0);
@@ -441,8 +480,6 @@ impl EriEngine {
                     bra_prim.center[2] - ket_prim.center[2],
                 ];
                 coulomb(order, alpha, pq, &mut ws.r, &mut ws.r_scratch);
-                // R_{h + h'} for every bra h, one contiguous row per ket h': the sums below
-                // then run over contiguous rows, independent across bra indices.
                 for (row, ket_offset) in ws.r_rows.chunks_exact_mut(n_bra).zip(&ws.ket_offsets) {
                     let shifted = &ws.r[*ket_offset..];
                     for (slot, bra_offset) in row.iter_mut().zip(&ws.bra_offsets) {
@@ -453,17 +490,38 @@ impl EriEngine {
                 let ket_values = &ket_prim.signed_values;
                 for (c, w_row) in ws.w_by_ket.chunks_exact_mut(n_bra).enumerate() {
                     let range = ket_rows[c]..ket_rows[c + 1];
-                    for (&h, value) in ket_pair.pattern[range.clone()]
+                    for (&start, value) in ws.ket_entry_rows[range.clone()]
                         .iter()
                         .zip(&ket_values[range])
                     {
                         let weight = prefactor * value;
-                        let r_row = &ws.r_rows[h * n_bra..(h + 1) * n_bra];
+                        let r_row = &ws.r_rows[start..start + n_bra];
                         for (slot, r) in w_row.iter_mut().zip(r_row) {
                             *slot += weight * r;
                         }
                     }
                 }
+            }
+            if by_dot {
+                // cart^T[c][row] += sum_k E_k W[h_k][c], W^T's row c read at the entries' h.
+                for (w_column, cart_column) in ws
+                    .w_by_ket
+                    .chunks_exact(n_bra)
+                    .zip(ws.cart.chunks_exact_mut(ncart_bra))
+                {
+                    for (row, slot) in cart_column.iter_mut().enumerate() {
+                        let range = bra_rows[row]..bra_rows[row + 1];
+                        let mut sum = *slot;
+                        for (&h, e) in bra_pair.pattern[range.clone()]
+                            .iter()
+                            .zip(&bra_prim.values[range])
+                        {
+                            sum += e * w_column[h];
+                        }
+                        *slot = sum;
+                    }
+                }
+                continue;
             }
             // W[h][c], as the bra side reads it.
             for (c, w_column) in ws.w_by_ket.chunks_exact(n_bra).enumerate() {
@@ -471,20 +529,29 @@ impl EriEngine {
                     ws.w[h * ncart_ket + c] = *value;
                 }
             }
-            let bra_rows = &bra_pair.row_starts;
-            for row in 0..ncart_bra {
+            for (row, cart_row) in ws.cart.chunks_exact_mut(ncart_ket).enumerate() {
                 let range = bra_rows[row]..bra_rows[row + 1];
-                let cart_row = &mut ws.cart[row * ncart_ket..(row + 1) * ncart_ket];
-                for (&h, e) in bra_pair.pattern[range.clone()]
+                for (&start, e) in ws.bra_entry_rows[range.clone()]
                     .iter()
                     .zip(&bra_prim.values[range])
                 {
-                    let w_row = &ws.w[h * ncart_ket..(h + 1) * ncart_ket];
+                    let w_row = &ws.w[start..start + ncart_ket];
                     for (slot, w) in cart_row.iter_mut().zip(w_row) {
                         *slot += e * w;
                     }
                 }
             }
+        }
+        if by_dot && ncart_ket > 1 {
+            // cart^T[c][row] -> cart[row][c].
+            ws.half.clear();
+            ws.half.resize(ncart_bra * ncart_ket, 0.0);
+            for (c, column) in ws.cart.chunks_exact(ncart_bra).enumerate() {
+                for (row, value) in column.iter().enumerate() {
+                    ws.half[row * ncart_ket + c] = *value;
+                }
+            }
+            std::mem::swap(&mut ws.cart, &mut ws.half);
         }
         // Cartesian -> output functions, one index at a time; indices with a diagonal
         // transform were already scaled in the pair tables and stay as they are.
@@ -499,7 +566,7 @@ impl EriEngine {
                 &mut ws.half,
                 dims,
                 axis,
-                &set.transform,
+                &self.transforms[set_index[axis]],
                 set.functions,
             );
             dims[axis] = set.functions;
@@ -603,14 +670,30 @@ impl EriEngine {
     }
 }
 
-/// Transforms index `axis` of the row-major 4-index array `input` (dimensions `dims`) with
-/// `matrix` (dims[axis] x `target`, row-major), writing `output`.
+/// The non-zero elements (c, m, value) of a set's Cartesian-to-output matrix (rows c,
+/// columns m, row-major `columns` wide), by row then column.
+fn nonzero_elements(matrix: &[f64], columns: usize) -> Vec<(usize, usize, f64)> {
+    matrix
+        .chunks_exact(columns.max(1))
+        .enumerate()
+        .flat_map(|(c, row)| {
+            row.iter()
+                .enumerate()
+                .filter(|(_, value)| **value != 0.0)
+                .map(move |(m, value)| (c, m, *value))
+        })
+        .collect()
+}
+
+/// Transforms index `axis` of the row-major 4-index array `input` (dimensions `dims`) with a
+/// matrix of `target` columns given by its non-zero `elements` ([`nonzero_elements`]),
+/// writing `output`.
 fn transform_axis(
     input: &[f64],
     output: &mut Vec<f64>,
     dims: [usize; 4],
     axis: usize,
-    matrix: &[f64],
+    elements: &[(usize, usize, f64)],
     target: usize,
 ) {
     let outer: usize = dims[..axis].iter().product();
@@ -618,19 +701,16 @@ fn transform_axis(
     let n = dims[axis];
     output.clear();
     output.resize(outer * target * inner, 0.0);
-    for o in 0..outer {
-        for c in 0..n {
-            let source = &input[(o * n + c) * inner..(o * n + c + 1) * inner];
-            for m in 0..target {
-                let factor = matrix[c * target + m];
-                if factor == 0.0 {
-                    continue;
-                }
-                let destination =
-                    &mut output[(o * target + m) * inner..(o * target + m + 1) * inner];
-                for (out, value) in destination.iter_mut().zip(source) {
-                    *out += factor * value;
-                }
+    for (source_block, output_block) in input
+        .chunks_exact(n * inner)
+        .zip(output.chunks_exact_mut(target * inner))
+        .take(outer)
+    {
+        for &(c, m, factor) in elements {
+            let source = &source_block[c * inner..(c + 1) * inner];
+            let destination = &mut output_block[m * inner..(m + 1) * inner];
+            for (out, value) in destination.iter_mut().zip(source) {
+                *out += factor * value;
             }
         }
     }
@@ -640,6 +720,47 @@ fn transform_axis(
 mod tests {
     use super::*;
     use crate::{AngularKind, BasisSet, Molecule};
+
+    /// The bra side's two loop orders (sparse dot products, or rows of W added) give the
+    /// same bits: they add the same terms to each integral in the same order.
+    #[test]
+    fn both_loop_orders_of_the_bra_side_have_the_same_bits() {
+        let molecule = Molecule::from_xyz(
+            "3\nwater, angstrom\nO 0.0 0.0 0.1173\nH 0.0 0.7572 -0.4692\nH 0.0 -0.7572 -0.4692\n",
+        )
+        .expect("xyz");
+        let basis_set = BasisSet::load("def2-tzvp").expect("basis set");
+        let basis = Basis::new(&molecule, &basis_set, AngularKind::Spherical).expect("basis");
+        let engine = EriEngine::new(&basis);
+        let pairs = engine.pairs();
+        let mut workspace = EriWorkspace::new();
+        let mut by_dot = 0;
+        for (index, x) in pairs.iter().enumerate() {
+            for y in &pairs[..=index] {
+                for (bra, ket) in [(x, y), (y, x)] {
+                    let rows = engine
+                        .oriented_block_with(bra, ket, 0, &mut workspace)
+                        .to_vec();
+                    let dots = engine
+                        .oriented_block_with(bra, ket, usize::MAX, &mut workspace)
+                        .to_vec();
+                    let bits =
+                        |block: &[f64]| block.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(
+                        bits(&rows),
+                        bits(&dots),
+                        "pairs ({}, {}) | ({}, {})",
+                        bra.a,
+                        bra.b,
+                        ket.a,
+                        ket.b
+                    );
+                    by_dot += usize::from(ket.row_starts.len() - 1 > 1);
+                }
+            }
+        }
+        assert!(by_dot > 0);
+    }
 
     /// Both orientations of the kernel give the same block, to rounding: water in
     /// def2-TZVP has s, p, d and f shells, contracted and not, so every case of the cost
