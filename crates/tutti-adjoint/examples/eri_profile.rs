@@ -1,6 +1,6 @@
 //! Computes every Schwarz-surviving canonical shell quartet of a molecule's basis once, per
 //! angular-momentum class, and prints the class counts and times: the ERI kernel alone, for
-//! profiling (`valgrind --tool=callgrind`) and timing.
+//! profiling (`valgrind --tool=callgrind`) and timing, and a hash of the blocks' bits.
 //! `cargo run --release -p tutti-adjoint --example eri_profile -- FILE.xyz BASIS`.
 
 use std::collections::BTreeMap;
@@ -26,6 +26,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut classes: BTreeMap<[usize; 4], (usize, f64)> = BTreeMap::new();
     let mut workspace = EriWorkspace::new();
     let mut checksum = 0.0;
+    // A hash of every block's bits: a change of the kernel that keeps the arithmetic keeps it.
+    let mut bits = 0u64;
     let start = Instant::now();
     for (bra, bra_pair) in pairs.iter().enumerate() {
         for ket_pair in &pairs[..=bra] {
@@ -36,6 +38,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let t = Instant::now();
             let block = engine.canonical_quartet(bra, ket, &mut workspace);
             checksum += block.iter().sum::<f64>();
+            bits = bits.rotate_left(5)
+                ^ block
+                    .iter()
+                    .fold(0u64, |hash, value| hash.rotate_left(7) ^ value.to_bits());
             let key = [
                 degree(bra_pair.a),
                 degree(bra_pair.b),
@@ -49,7 +55,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let total = start.elapsed().as_secs_f64();
     println!(
-        "nao {} shells {} total {total:.4} s checksum {checksum:.12e}",
+        "nao {} shells {} total {total:.4} s checksum {checksum:.12e} bits {bits:016x}",
         basis.nao(),
         engine.shell_count()
     );

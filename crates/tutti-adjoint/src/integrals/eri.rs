@@ -480,47 +480,28 @@ impl EriEngine {
                     bra_prim.center[2] - ket_prim.center[2],
                 ];
                 coulomb(order, alpha, pq, &mut ws.r, &mut ws.r_scratch);
-                for (row, ket_offset) in ws.r_rows.chunks_exact_mut(n_bra).zip(&ws.ket_offsets) {
-                    let shifted = &ws.r[*ket_offset..];
-                    for (slot, bra_offset) in row.iter_mut().zip(&ws.bra_offsets) {
-                        *slot = shifted[*bra_offset];
-                    }
-                }
-                // W^T[c][h] += prefactor sum_k E_k R_{h + h'_k} over ket row c's entries.
-                let ket_values = &ket_prim.signed_values;
-                for (c, w_row) in ws.w_by_ket.chunks_exact_mut(n_bra).enumerate() {
-                    let range = ket_rows[c]..ket_rows[c + 1];
-                    for (&start, value) in ws.ket_entry_rows[range.clone()]
-                        .iter()
-                        .zip(&ket_values[range])
-                    {
-                        let weight = prefactor * value;
-                        let r_row = &ws.r_rows[start..start + n_bra];
-                        for (slot, r) in w_row.iter_mut().zip(r_row) {
-                            *slot += weight * r;
-                        }
-                    }
-                }
+                // R_{h + h'} for every bra h, one contiguous row per ket h'.
+                gather_rows(
+                    &mut ws.r_rows,
+                    &ws.r,
+                    &ws.ket_offsets,
+                    &ws.bra_offsets,
+                    n_bra,
+                );
+                let ket = SparseRows {
+                    starts: ket_rows,
+                    entries: &ws.ket_entry_rows,
+                    values: &ket_prim.signed_values,
+                };
+                add_ket_rows(&mut ws.w_by_ket, &ws.r_rows, ket, prefactor, n_bra);
             }
             if by_dot {
-                // cart^T[c][row] += sum_k E_k W[h_k][c], W^T's row c read at the entries' h.
-                for (w_column, cart_column) in ws
-                    .w_by_ket
-                    .chunks_exact(n_bra)
-                    .zip(ws.cart.chunks_exact_mut(ncart_bra))
-                {
-                    for (row, slot) in cart_column.iter_mut().enumerate() {
-                        let range = bra_rows[row]..bra_rows[row + 1];
-                        let mut sum = *slot;
-                        for (&h, e) in bra_pair.pattern[range.clone()]
-                            .iter()
-                            .zip(&bra_prim.values[range])
-                        {
-                            sum += e * w_column[h];
-                        }
-                        *slot = sum;
-                    }
-                }
+                let bra = SparseRows {
+                    starts: bra_rows,
+                    entries: &bra_pair.pattern,
+                    values: &bra_prim.values,
+                };
+                add_bra_dots(&mut ws.cart, &ws.w_by_ket, bra, n_bra, ncart_bra);
                 continue;
             }
             // W[h][c], as the bra side reads it.
@@ -529,18 +510,12 @@ impl EriEngine {
                     ws.w[h * ncart_ket + c] = *value;
                 }
             }
-            for (row, cart_row) in ws.cart.chunks_exact_mut(ncart_ket).enumerate() {
-                let range = bra_rows[row]..bra_rows[row + 1];
-                for (&start, e) in ws.bra_entry_rows[range.clone()]
-                    .iter()
-                    .zip(&bra_prim.values[range])
-                {
-                    let w_row = &ws.w[start..start + ncart_ket];
-                    for (slot, w) in cart_row.iter_mut().zip(w_row) {
-                        *slot += e * w;
-                    }
-                }
-            }
+            let bra = SparseRows {
+                starts: bra_rows,
+                entries: &ws.bra_entry_rows,
+                values: &bra_prim.values,
+            };
+            add_bra_rows(&mut ws.cart, &ws.w, bra, ncart_ket);
         }
         if by_dot && ncart_ket > 1 {
             // cart^T[c][row] -> cart[row][c].
@@ -670,6 +645,110 @@ impl EriEngine {
     }
 }
 
+/// A pair's expansion table for one primitive pair, row by row: row r's entries are
+/// `entries[starts[r]..starts[r + 1]]` (Hermite indices, or where their rows start in the
+/// matrix they select from) with `values` in the same places.
+#[derive(Clone, Copy)]
+struct SparseRows<'a> {
+    starts: &'a [usize],
+    entries: &'a [usize],
+    values: &'a [f64],
+}
+
+impl SparseRows<'_> {
+    /// Row `row`'s entries and values.
+    fn row(&self, row: usize) -> impl Iterator<Item = (usize, f64)> + '_ {
+        let range = self.starts[row]..self.starts[row + 1];
+        self.entries[range.clone()]
+            .iter()
+            .copied()
+            .zip(self.values[range].iter().copied())
+    }
+}
+
+// The kernel's loops, each in a function of its own: kept out of line they measured 7%
+// fewer instructions than inlined into `oriented_block_with` (callgrind, every quartet of
+// c2h6/def2-TZVP), with the same bits.
+
+/// `rows[h'][h] = r[ket_offsets[h'] + bra_offsets[h]]`, rows `n_bra` long.
+#[inline(never)]
+fn gather_rows(
+    rows: &mut [f64],
+    r: &[f64],
+    ket_offsets: &[usize],
+    bra_offsets: &[usize],
+    n_bra: usize,
+) {
+    for (row, ket_offset) in rows.chunks_exact_mut(n_bra).zip(ket_offsets) {
+        let shifted = &r[*ket_offset..];
+        for (slot, bra_offset) in row.iter_mut().zip(bra_offsets) {
+            *slot = shifted[*bra_offset];
+        }
+    }
+}
+
+/// `w_by_ket[c][h] += prefactor sum_k E_k r_rows[h'_k][h]` over ket row c's entries (whose
+/// `entries` are where their rows of `r_rows` start), rows `n_bra` long.
+#[inline(never)]
+fn add_ket_rows(
+    w_by_ket: &mut [f64],
+    r_rows: &[f64],
+    ket: SparseRows<'_>,
+    prefactor: f64,
+    n_bra: usize,
+) {
+    for (c, w_row) in w_by_ket.chunks_exact_mut(n_bra).enumerate() {
+        // Slices, not `SparseRows::row`: measured 12% fewer instructions in this loop.
+        let range = ket.starts[c]..ket.starts[c + 1];
+        for (&start, value) in ket.entries[range.clone()].iter().zip(&ket.values[range]) {
+            let weight = prefactor * value;
+            let r_row = &r_rows[start..start + n_bra];
+            for (slot, r) in w_row.iter_mut().zip(r_row) {
+                *slot += weight * r;
+            }
+        }
+    }
+}
+
+/// `cart_t[c][row] += sum_k E_k w_by_ket[c][h_k]` over bra row `row`'s entries (Hermite
+/// indices): one sparse dot product per Cartesian integral, `cart_t` transposed
+/// (`ncart_bra` per row), `w_by_ket` rows `n_bra` long.
+#[inline(never)]
+fn add_bra_dots(
+    cart_t: &mut [f64],
+    w_by_ket: &[f64],
+    bra: SparseRows<'_>,
+    n_bra: usize,
+    ncart_bra: usize,
+) {
+    for (w_row, cart_column) in w_by_ket
+        .chunks_exact(n_bra)
+        .zip(cart_t.chunks_exact_mut(ncart_bra))
+    {
+        for (row, slot) in cart_column.iter_mut().enumerate() {
+            let mut sum = *slot;
+            for (h, e) in bra.row(row) {
+                sum += e * w_row[h];
+            }
+            *slot = sum;
+        }
+    }
+}
+
+/// `cart[row][c] += sum_k E_k w[h_k][c]` over bra row `row`'s entries (whose `entries` are
+/// where their rows of `w` start), rows `ncart_ket` long.
+#[inline(never)]
+fn add_bra_rows(cart: &mut [f64], w: &[f64], bra: SparseRows<'_>, ncart_ket: usize) {
+    for (row, cart_row) in cart.chunks_exact_mut(ncart_ket).enumerate() {
+        for (start, e) in bra.row(row) {
+            let w_row = &w[start..start + ncart_ket];
+            for (slot, w) in cart_row.iter_mut().zip(w_row) {
+                *slot += e * w;
+            }
+        }
+    }
+}
+
 /// The non-zero elements (c, m, value) of a set's Cartesian-to-output matrix (rows c,
 /// columns m, row-major `columns` wide), by row then column.
 fn nonzero_elements(matrix: &[f64], columns: usize) -> Vec<(usize, usize, f64)> {
@@ -688,6 +767,7 @@ fn nonzero_elements(matrix: &[f64], columns: usize) -> Vec<(usize, usize, f64)> 
 /// Transforms index `axis` of the row-major 4-index array `input` (dimensions `dims`) with a
 /// matrix of `target` columns given by its non-zero `elements` ([`nonzero_elements`]),
 /// writing `output`.
+#[inline(never)]
 fn transform_axis(
     input: &[f64],
     output: &mut Vec<f64>,
@@ -701,6 +781,19 @@ fn transform_axis(
     let n = dims[axis];
     output.clear();
     output.resize(outer * target * inner, 0.0);
+    if inner == 1 {
+        // The last index: each output row is a short matrix-vector product.
+        for (source, destination) in input
+            .chunks_exact(n)
+            .zip(output.chunks_exact_mut(target))
+            .take(outer)
+        {
+            for &(c, m, factor) in elements {
+                destination[m] += factor * source[c];
+            }
+        }
+        return;
+    }
     for (source_block, output_block) in input
         .chunks_exact(n * inner)
         .zip(output.chunks_exact_mut(target * inner))
