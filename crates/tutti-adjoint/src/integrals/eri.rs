@@ -19,8 +19,9 @@
 //! into the tables, so only spherical d and higher indices are transformed afterwards.
 
 use super::functions::FunctionShell;
-use super::hermite::{coulomb, expansion, hermite_indices};
+use super::hermite::{coulomb_from_boys, expansion, hermite_indices};
 use crate::basis::Basis;
+use crate::boys::boys;
 
 /// One primitive pair of a shell pair.
 #[derive(Clone, Debug)]
@@ -93,6 +94,8 @@ impl ShellPair {
 /// Scratch space of one thread for [`EriEngine::quartet`]; reuse it across calls.
 #[derive(Debug, Default)]
 pub struct EriWorkspace {
+    /// The Boys values F_0..=F_L of each primitive quartet kept, in the kernel's order.
+    boys: Vec<f64>,
     r: Vec<f64>,
     r_scratch: Vec<f64>,
     /// Positions in R's cube of the bra's and the ket's Hermite indices.
@@ -464,6 +467,23 @@ impl EriEngine {
         let two_pi_52 = 2.0 * std::f64::consts::PI.powf(2.5);
         let ket_rows = &ket_pair.row_starts;
         let bra_rows = &bra_pair.row_starts;
+        // The Boys values of every primitive quartet first: each reads a row of a table
+        // larger than the fastest caches, and in one loop those reads overlap.
+        let boys_len = order + 1;
+        ws.boys.clear();
+        for bra_prim in &bra_pair.primitives {
+            for ket_prim in &ket_pair.primitives {
+                if bra_prim.schwarz * ket_prim.schwarz < PRIMITIVE_THRESHOLD {
+                    continue;
+                }
+                let (alpha, pq) = alpha_and_separation(bra_prim, ket_prim);
+                let t_arg = alpha * (pq[0] * pq[0] + pq[1] * pq[1] + pq[2] * pq[2]);
+                let start = ws.boys.len();
+                ws.boys.resize(start + boys_len, 0.0);
+                boys(t_arg, &mut ws.boys[start..]);
+            }
+        }
+        let mut boys_values = 0..0;
         for bra_prim in &bra_pair.primitives {
             let p = bra_prim.exponent;
             ws.w_by_ket.fill(0.0);
@@ -472,14 +492,17 @@ impl EriEngine {
                     continue;
                 }
                 let q = ket_prim.exponent;
-                let alpha = p * q / (p + q);
                 let prefactor = two_pi_52 / (p * q * (p + q).sqrt());
-                let pq = [
-                    bra_prim.center[0] - ket_prim.center[0],
-                    bra_prim.center[1] - ket_prim.center[1],
-                    bra_prim.center[2] - ket_prim.center[2],
-                ];
-                coulomb(order, alpha, pq, &mut ws.r, &mut ws.r_scratch);
+                let (alpha, pq) = alpha_and_separation(bra_prim, ket_prim);
+                boys_values = boys_values.end..boys_values.end + boys_len;
+                coulomb_from_boys(
+                    order,
+                    alpha,
+                    pq,
+                    &ws.boys[boys_values.clone()],
+                    &mut ws.r,
+                    &mut ws.r_scratch,
+                );
                 // R_{h + h'} for every bra h, one contiguous row per ket h'.
                 gather_rows(
                     &mut ws.r_rows,
@@ -643,6 +666,17 @@ impl EriEngine {
         }
         out
     }
+}
+
+/// The Hermite Coulomb integrals' exponent p q / (p + q) and P - Q of a primitive quartet.
+fn alpha_and_separation(bra: &PrimitivePair, ket: &PrimitivePair) -> (f64, [f64; 3]) {
+    let (p, q) = (bra.exponent, ket.exponent);
+    let pq = [
+        bra.center[0] - ket.center[0],
+        bra.center[1] - ket.center[1],
+        bra.center[2] - ket.center[2],
+    ];
+    (p * q / (p + q), pq)
 }
 
 /// A pair's expansion table for one primitive pair, row by row: row r's entries are

@@ -62,24 +62,39 @@ pub fn expansion(max_i: usize, max_j: usize, a: f64, b: f64, separation: f64, ou
 /// indexed `(t * d + u) * d + v` with `d = order + 1` (entries beyond the simplex are
 /// unspecified). `scratch` is resized as needed.
 pub fn coulomb(order: usize, alpha: f64, pc: [f64; 3], out: &mut Vec<f64>, scratch: &mut Vec<f64>) {
+    let t_arg = alpha * (pc[0] * pc[0] + pc[1] * pc[1] + pc[2] * pc[2]);
+    let mut boys_values = [0.0; crate::boys::MAX_M + 1];
+    boys(t_arg, &mut boys_values[..=order]);
+    coulomb_from_boys(order, alpha, pc, &boys_values, out, scratch);
+}
+
+/// [`coulomb`] from the Boys values F_0..=F_order at alpha |PC|^2 (`boys_values`, at least
+/// `order + 1` of them), computed by the caller: a caller with many primitive quartets
+/// evaluates them all first, so that their table reads overlap.
+pub fn coulomb_from_boys(
+    order: usize,
+    alpha: f64,
+    pc: [f64; 3],
+    boys_values: &[f64],
+    out: &mut Vec<f64>,
+    scratch: &mut Vec<f64>,
+) {
     let d = order + 1;
     let cube = d * d * d;
     // Every entry read below is written first, so the buffers only grow, never get zeroed.
     if out.len() < cube {
         out.resize(cube, 0.0);
     }
-    if scratch.len() < cube + d {
-        scratch.resize(cube + d, 0.0);
+    if scratch.len() < cube {
+        scratch.resize(cube, 0.0);
     }
-    let t_arg = alpha * (pc[0] * pc[0] + pc[1] * pc[1] + pc[2] * pc[2]);
+    let values = &boys_values[..d];
     if order == 0 {
-        boys(t_arg, &mut out[..1]);
+        out[0] = values[0];
         return;
     }
     if order == 1 {
         // R_000 = F_0, R_100 = X (-2 alpha) F_1, and likewise for y and z (d = 2).
-        let mut values = [0.0; 2];
-        boys(t_arg, &mut values);
         let first = -2.0 * alpha * values[1];
         out[0] = values[0];
         out[4] = pc[0] * first;
@@ -89,8 +104,6 @@ pub fn coulomb(order: usize, alpha: f64, pc: [f64; 3], out: &mut Vec<f64>, scrat
     }
     if order == 2 {
         // g_n = (-2 alpha)^n F_n; R_200 = g_1 + X^2 g_2, R_110 = X Y g_2, ... (d = 3).
-        let mut values = [0.0; 3];
-        boys(t_arg, &mut values);
         let g1 = -2.0 * alpha * values[1];
         let g2 = 4.0 * alpha * alpha * values[2];
         let [x, y, z] = pc;
@@ -107,9 +120,8 @@ pub fn coulomb(order: usize, alpha: f64, pc: [f64; 3], out: &mut Vec<f64>, scrat
         out[at(0, 1, 1)] = y * z * g2;
         return;
     }
-    let (boys_values, work) = scratch.split_at_mut(d);
-    let work = &mut work[..cube];
-    boys(t_arg, boys_values);
+    let boys_values = values;
+    let work = &mut scratch[..cube];
     let Some(schedule) = schedule(order) else {
         recursion_by_loops(order, alpha, pc, boys_values, out, work);
         return;
