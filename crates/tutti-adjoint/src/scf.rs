@@ -448,6 +448,25 @@ impl<'e> Setup<'e> {
     }
 }
 
+/// A pool of one thread for the SCF's dense linear algebra (faer, with its SIMD code).
+///
+/// Kept off the device's threads on purpose: faer's AVX code leaves the upper halves of the
+/// vector registers in use, and on such a thread the integral kernels' SSE instructions then
+/// ran 1.7x slower for the rest of the run (c2h6/def2-TZVP: 0.51 s per J/K build on the
+/// device's two threads after a diagonalization had run on them, 0.30 s on two fresh
+/// threads; measured, and gone when the kernels were compiled to AVX encodings). The
+/// matrices are small (nao x nao), so one thread loses nothing, and the results no longer
+/// depend on the device's thread count.
+pub(crate) fn algebra_pool() -> Result<rayon::ThreadPool> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .thread_name(|_| "tutti-scf-algebra".into())
+        .build()
+        .map_err(|err| {
+            AdjointError::LinearAlgebra(format!("building the SCF's algebra thread: {err}"))
+        })
+}
+
 /// Makes every rank's `matrix` a copy of rank 0's (a no-op on a group of one).
 fn agree(comm: &Comm<'_>, matrix: &mut Mat<f64>) -> Result<()> {
     if comm.size() == 1 {
@@ -471,6 +490,7 @@ pub(crate) fn scf_rank(
     options: &ScfOptions,
 ) -> Result<RhfResult> {
     let pool = comm.device().thread_pool()?;
+    let algebra = algebra_pool()?;
     let (rank, ranks) = (comm.rank(), comm.size());
     let Setup {
         s,
@@ -492,7 +512,7 @@ pub(crate) fn scf_rank(
 
     let mut density = match guess {
         Some(guess) => guess.clone(),
-        None => pool.install(|| {
+        None => algebra.install(|| {
             diagonalize(h.as_ref(), x.as_ref())
                 .map(|(_, guess)| density_of(guess.as_ref(), occupied))
         })?,
@@ -575,7 +595,7 @@ pub(crate) fn scf_rank(
         }
         // The DIIS error, the commutator in the orthogonal basis: its norm is the orbital
         // gradient.
-        let error = pool.install(|| {
+        let error = algebra.install(|| {
             let fps = &fock * &density * s;
             let commutator = &fps - fps.transpose();
             x.transpose() * &commutator * x
@@ -589,7 +609,7 @@ pub(crate) fn scf_rank(
         confirm = converged && !full;
         if converged && full {
             let (orbital_energies, mut coefficients) =
-                pool.install(|| diagonalize(fock.as_ref(), x.as_ref()))?;
+                algebra.install(|| diagonalize(fock.as_ref(), x.as_ref()))?;
             agree(comm, &mut coefficients)?;
             let mut orbital_energies = orbital_energies;
             if ranks > 1 {
@@ -615,7 +635,7 @@ pub(crate) fn scf_rank(
         }
         previous_energy = energy;
         let diis_iteration = iteration >= options.diis_start;
-        let mut next = pool.install(|| {
+        let mut next = algebra.install(|| {
             let extrapolated = if diis_iteration {
                 diis.extrapolate(fock, error)
             } else {

@@ -306,10 +306,16 @@ fn gradient_rank(
     Fault::strike(options.scf.fault, comm.rank(), FaultPoint::Gradient)?;
     let pool = comm.device().thread_pool()?;
     let (rank, ranks) = (comm.rank(), comm.size());
+    // The densities' products on a thread of their own, off the device's threads (see
+    // `crate::scf::algebra_pool`).
+    let densities = Instant::now();
+    let (density, energy_weighted) = crate::scf::algebra_pool()?.install(|| densities_of(&scf));
+    timings.fock += densities.elapsed().as_secs_f64();
+    let densities = (density, energy_weighted);
     let mut terms = if options.serial {
-        primitive_terms(shared, &scf, None, &mut timings)
+        primitive_terms(shared, densities, None, &mut timings)
     } else {
-        pool.install(|| primitive_terms(shared, &scf, Some((rank, ranks)), &mut timings))
+        pool.install(|| primitive_terms(shared, densities, Some((rank, ranks)), &mut timings))
     };
     if ranks > 1 && !options.serial {
         let clock = Instant::now();
@@ -324,19 +330,17 @@ fn gradient_rank(
     Ok((scf, terms, timings))
 }
 
-/// (Y_i, X_i) of every primitive: the densities, then the overlap, core-Hamiltonian and
-/// two-electron loops of the chosen implementation, on the current pool: the serial loops
+/// (Y_i, X_i) of every primitive from the densities P and W ([`densities_of`], row-major):
+/// the overlap, core-Hamiltonian and two-electron loops of the chosen implementation, on
+/// the current pool: the serial loops
 /// when `share` is `None`, else the tasks of rank `share.0` of `share.1` (its part of the
 /// sum over the ranks).
 fn primitive_terms(
     shared: &Shared<'_>,
-    scf: &RhfResult,
+    (density, energy_weighted): (Vec<f64>, Vec<f64>),
     share: Option<(usize, usize)>,
     timings: &mut GradientTimings,
 ) -> PrimitiveTerms {
-    let densities = Instant::now();
-    let (density, energy_weighted) = densities_of(scf);
-    timings.fock += densities.elapsed().as_secs_f64();
     let setup = Instant::now();
     let inputs = Inputs {
         engine: shared.engine,
