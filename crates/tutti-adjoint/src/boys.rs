@@ -20,9 +20,9 @@ use std::sync::OnceLock;
 /// two for exponent derivatives).
 pub const MAX_M: usize = 24;
 /// Spacing of the interpolation grid.
-pub const GRID_STEP: f64 = 0.05;
+pub const GRID_STEP: f64 = 0.2;
 /// Degree of the Taylor expansion about the nearest grid point.
-pub const TAYLOR_DEGREE: usize = 7;
+pub const TAYLOR_DEGREE: usize = 12;
 /// The asymptotic form is used from this T at the latest (its relative error is below 1e-17
 /// for m <= 24); the table's grid ends here.
 pub const ASYMPTOTIC_T: f64 = 100.0;
