@@ -12,8 +12,14 @@
 //! that SCF (its built-in basis data can differ from the shipped sets in the last digits; the
 //! timings compare, not the energies).
 //!
+//! PySCF's direct SCF (ERIs computed in every build, as ours; PySCF keeps the ERI tensor in
+//! memory whenever it fits unless told not to) is timed beside our RHF, and beside our RHF
+//! at PySCF's convergence criterion (orbital gradient 1e-5 instead of every density element
+//! within 1e-8), as ratios of speed.
+//!
 //! `cargo run --release -p tutti-benches --bin adjoint_threads [-- --threads 1 2 4]
-//! [--repeats 3]`.
+//! [--repeats 3] [--large]` (`--large` adds c2h6/def2-TZVP and benzene/def2-SVP, 98 and 114
+//! AOs).
 
 use std::error::Error;
 use std::process::Command;
@@ -26,6 +32,9 @@ use tutti_adjoint::{rhf, AngularKind, Basis, BasisSet, Molecule, ScfOptions};
 use tutti_backend::Resources;
 use tutti_benches::{best_time, write_results};
 
+/// PySCF's default orbital-gradient tolerance at conv_tol 1e-10: sqrt(conv_tol).
+const PYSCF_GRADIENT_TOLERANCE: f64 = 1e-5;
+
 /// One benchmark case: a molecule (bohr) and a shipped basis.
 struct Case {
     name: &'static str,
@@ -33,7 +42,7 @@ struct Case {
     atoms: Vec<(&'static str, [f64; 3])>,
 }
 
-fn cases() -> Vec<Case> {
+fn cases(large: bool) -> Vec<Case> {
     // Methane, Td, r(CH) = 1.087 A (as crates/tutti-adjoint/tests/data/ch4_def2svp.json).
     let a = 1.1859538348562775;
     let methane = vec![
@@ -69,7 +78,22 @@ fn cases() -> Vec<Case> {
         ("H", [0.0, 1.4304288084282137, 1.107157044045246]),
         ("H", [0.0, -1.4304288084282137, 1.107157044045246]),
     ];
-    vec![
+    // Benzene, D6h, r(CC) = 1.397 A, r(CH) = 1.084 A: 114 AOs in def2-SVP.
+    let mut benzene = Vec::new();
+    for (symbol, radius) in [("C", 1.397), ("H", 2.481)] {
+        for k in 0..6 {
+            let angle = (60.0 * k as f64).to_radians();
+            benzene.push((
+                symbol,
+                [
+                    radius * angle.cos() * bohr,
+                    radius * angle.sin() * bohr,
+                    0.0,
+                ],
+            ));
+        }
+    }
+    let mut cases = vec![
         Case {
             name: "ch4",
             basis: "def2-svp",
@@ -78,20 +102,35 @@ fn cases() -> Vec<Case> {
         Case {
             name: "c2h6",
             basis: "def2-svp",
-            atoms: ethane,
+            atoms: ethane.clone(),
         },
         Case {
             name: "h2o",
             basis: "def2-tzvp",
             atoms: water,
         },
-    ]
+    ];
+    if large {
+        cases.push(Case {
+            name: "c2h6",
+            basis: "def2-tzvp",
+            atoms: ethane,
+        });
+        cases.push(Case {
+            name: "benzene",
+            basis: "def2-svp",
+            atoms: benzene,
+        });
+    }
+    cases
 }
 
-/// `--threads 1 2 4` and `--repeats 3` (the defaults).
-fn arguments() -> Result<(Vec<usize>, usize), Box<dyn Error>> {
+/// `--threads 1 2 4` and `--repeats 3` (the defaults), and `--large` (adds c2h6/def2-TZVP,
+/// 98 AOs, and benzene/def2-SVP, 114 AOs).
+fn arguments() -> Result<(Vec<usize>, usize, bool), Box<dyn Error>> {
     let mut threads = Vec::new();
     let mut repeats = 3;
+    let mut large = false;
     let mut args = std::env::args().skip(1).peekable();
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -106,6 +145,7 @@ fn arguments() -> Result<(Vec<usize>, usize), Box<dyn Error>> {
                     threads.push(count);
                 }
             }
+            "--large" => large = true,
             "--repeats" => {
                 let value = args.next().ok_or("--repeats needs a count")?;
                 repeats = value
@@ -114,7 +154,7 @@ fn arguments() -> Result<(Vec<usize>, usize), Box<dyn Error>> {
             }
             other => {
                 return Err(format!(
-                "unknown argument `{other}`; usage: adjoint_threads [--threads N...] [--repeats R]"
+                "unknown argument `{other}`; usage: adjoint_threads [--threads N...] [--repeats R] [--large]"
             )
                 .into())
             }
@@ -123,7 +163,7 @@ fn arguments() -> Result<(Vec<usize>, usize), Box<dyn Error>> {
     if threads.is_empty() {
         threads = vec![1, 2, 4];
     }
-    Ok((threads, repeats.max(1)))
+    Ok((threads, repeats.max(1), large))
 }
 
 /// Largest |a - b| over J and K, relative to the largest |a|.
@@ -166,6 +206,12 @@ for threads in spec["threads"]:
     mf = scf.RHF(mol); mf.conv_tol = 1e-10
     started = time.perf_counter(); energy = mf.kernel(); scf_s = time.perf_counter() - started
     dm = mf.make_rdm1()
+    # Its direct SCF: PySCF keeps the ERI tensor in memory whenever it fits (these cases all
+    # do), so the integrals-in-every-build SCF, like ours, must be asked for.
+    direct_mf = scf.RHF(mol); direct_mf.conv_tol = 1e-10; direct_mf.direct_scf = True
+    direct_mf._is_mem_enough = lambda: False
+    started = time.perf_counter(); direct_mf.kernel(); direct_scf_s = time.perf_counter() - started
+    assert direct_mf._eri is None
     def best(build):
         build(); seconds = float("inf")
         for _ in range(spec["repeats"]):
@@ -176,7 +222,8 @@ for threads in spec["threads"]:
     direct = best(lambda: scf.hf.get_jk(mol, dm))
     incore = best(lambda: mf.get_jk(mol, dm))
     rows.append({"threads": threads, "jk_seconds": direct, "jk_incore_seconds": incore,
-                 "scf_seconds": scf_s, "energy": energy})
+                 "scf_seconds": scf_s, "energy": energy, "direct_scf_seconds": direct_scf_s,
+                 "direct_scf_cycles": direct_mf.cycles})
 print(json.dumps({"pyscf": __import__("pyscf").__version__, "nao": mol.nao, "rows": rows}))
 "#;
     let output = Command::new(python)
@@ -190,13 +237,13 @@ print(json.dumps({"pyscf": __import__("pyscf").__version__, "nao": mol.nao, "row
 }
 
 fn main() -> Result<(), Box<dyn Error>> {
-    let (threads, repeats) = arguments()?;
+    let (threads, repeats, large) = arguments()?;
     println!(
         "adjoint_threads: J/K build (best of {repeats}) and RHF at {threads:?} thread(s), {} core(s) here",
         tutti_backend::system::host_cores()
     );
     let mut results = Vec::new();
-    for case in cases() {
+    for case in cases(large) {
         let molecule = Molecule::from_bohr(&case.atoms)?;
         let basis = Basis::new(
             &molecule,
@@ -220,6 +267,8 @@ fn main() -> Result<(), Box<dyn Error>> {
         println!("  J/K serial reference: {serial_seconds:.4} s");
 
         let mut rows = Vec::new();
+        // (threads, RHF seconds, iterations, at PySCF's criterion: seconds, iterations).
+        let mut ours: Vec<(usize, f64, usize, f64, usize)> = Vec::new();
         let (mut one_fock, mut one_scf) = (None, None);
         for &count in &threads {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(count).build()?;
@@ -234,6 +283,25 @@ fn main() -> Result<(), Box<dyn Error>> {
                 &ScfOptions::default().with_resources(Resources::cpu(count)),
             )?;
             let scf_seconds = started.elapsed().as_secs_f64();
+            // PySCF's convergence criterion: energy 1e-10 Eh and orbital gradient
+            // sqrt(1e-10) (its conv_tol_grad default) instead of every density element
+            // within 1e-8.
+            let started = Instant::now();
+            let loose = rhf(
+                &molecule,
+                &basis,
+                &ScfOptions::default()
+                    .with_resources(Resources::cpu(count))
+                    .with_gradient_tolerance(Some(PYSCF_GRADIENT_TOLERANCE)),
+            )?;
+            let pyscf_criterion_seconds = started.elapsed().as_secs_f64();
+            ours.push((
+                count,
+                scf_seconds,
+                result.iterations,
+                pyscf_criterion_seconds,
+                loose.iterations,
+            ));
             let fock_share = result.timings.fock / result.timings.total;
             let fock_base = *one_fock.get_or_insert(fock_seconds);
             let scf_base = *one_scf.get_or_insert(scf_seconds);
@@ -263,6 +331,9 @@ fn main() -> Result<(), Box<dyn Error>> {
                 "scf_fock_builds": result.timings.fock_builds,
                 "iterations": result.iterations,
                 "energy": result.energy,
+                "scf_pyscf_criterion_seconds": pyscf_criterion_seconds,
+                "scf_pyscf_criterion_iterations": loose.iterations,
+                "scf_pyscf_criterion_energy": loose.energy,
             }));
         }
         let pyscf = pyscf_timings(&case, &threads, repeats);
@@ -278,6 +349,22 @@ fn main() -> Result<(), Box<dyn Error>> {
                         row["jk_incore_seconds"].as_f64().unwrap_or(f64::NAN),
                         row["scf_seconds"].as_f64().unwrap_or(f64::NAN)
                     );
+                    let count = row["threads"].as_u64().unwrap_or(0) as usize;
+                    let direct = row["direct_scf_seconds"].as_f64().unwrap_or(f64::NAN);
+                    if let Some((_, seconds, iterations, loose, loose_iterations)) =
+                        ours.iter().find(|row| row.0 == count)
+                    {
+                        println!(
+                            "    direct SCF (integrals in every build, as ours) {direct:.3} s in {} cycles | \
+                             ours on {count} device(s) sharing the {} core(s) {seconds:.3} s in {iterations} \
+                             iterations ({:.2}x PySCF's speed), at PySCF's criterion {loose:.3} s in \
+                             {loose_iterations} ({:.2}x)",
+                            row["direct_scf_cycles"],
+                            tutti_backend::system::host_cores(),
+                            direct / seconds,
+                            direct / loose
+                        );
+                    }
                 }
             }
             None => println!("  PySCF: not importable here (set TUTTI_PYSCF_PYTHON to compare)"),
