@@ -1221,7 +1221,7 @@ int tutti_rhf_matrices_free(struct TuttiRhfMatrices *matrices);
 
 /**
  * The closed-shell RHF energy of a molecule given as XYZ text (Angstrom), in the basis set
- * `basis`: a shipped name (sto-3g, 6-31g, 6-31g*, cc-pvdz, def2-svp, def2-tzvp; elements
+ * `basis`: a shipped name (sto-3g, 6-31g, 6-31g*, cc-pvdz, cc-pvtz, def2-svp, def2-tzvp; elements
  * H–Ar; case and `-`/`_` ignored) or a path to an NWChem-format file.
  *
  * `xyz_text` is the text of an XYZ file: a count line, a comment line, then `symbol x y z`
@@ -1289,7 +1289,7 @@ int tutti_gradient_options_default(struct TuttiGradientOptions *options);
  * coefficient of every shell on every atom.
  *
  * `xyz_text` and `basis` are as for `tutti_rhf_energy`: the text of an XYZ file, and a
- * shipped basis name (sto-3g, 6-31g, 6-31g*, cc-pvdz, def2-svp, def2-tzvp) or a path to an
+ * shipped basis name (sto-3g, 6-31g, 6-31g*, cc-pvdz, cc-pvtz, def2-svp, def2-tzvp) or a path to an
  * NWChem-format file. `options` may be NULL for the defaults
  * (`tutti_gradient_options_default`). Parameters are per atom: the derivative with respect
  * to a parameter an element's atoms share is the sum over those atoms (the JSON's

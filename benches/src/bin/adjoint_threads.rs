@@ -18,8 +18,8 @@
 //! within 1e-8), as ratios of speed.
 //!
 //! `cargo run --release -p tutti-benches --bin adjoint_threads [-- --threads 1 2 4]
-//! [--repeats 3] [--large]` (`--large` adds c2h6/def2-TZVP and benzene/def2-SVP, 98 and 114
-//! AOs).
+//! [--repeats 3] [--large]` (`--large` adds h2o/cc-pVTZ, c2h6/def2-TZVP and benzene/def2-SVP:
+//! 58, 98 and 114 AOs).
 
 use std::error::Error;
 use std::process::Command;
@@ -107,10 +107,15 @@ fn cases(large: bool) -> Vec<Case> {
         Case {
             name: "h2o",
             basis: "def2-tzvp",
-            atoms: water,
+            atoms: water.clone(),
         },
     ];
     if large {
+        cases.push(Case {
+            name: "h2o",
+            basis: "cc-pvtz",
+            atoms: water,
+        });
         cases.push(Case {
             name: "c2h6",
             basis: "def2-tzvp",
@@ -125,8 +130,8 @@ fn cases(large: bool) -> Vec<Case> {
     cases
 }
 
-/// `--threads 1 2 4` and `--repeats 3` (the defaults), and `--large` (adds c2h6/def2-TZVP,
-/// 98 AOs, and benzene/def2-SVP, 114 AOs).
+/// `--threads 1 2 4` and `--repeats 3` (the defaults), and `--large` (adds h2o/cc-pVTZ,
+/// 58 AOs, c2h6/def2-TZVP, 98, and benzene/def2-SVP, 114).
 fn arguments() -> Result<(Vec<usize>, usize, bool), Box<dyn Error>> {
     let mut threads = Vec::new();
     let mut repeats = 3;

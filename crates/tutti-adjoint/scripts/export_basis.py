@@ -14,7 +14,7 @@ import os
 
 import basis_set_exchange as bse
 
-NAMES = ["sto-3g", "6-31g", "6-31g*", "cc-pvdz", "def2-svp", "def2-tzvp"]
+NAMES = ["sto-3g", "6-31g", "6-31g*", "cc-pvdz", "cc-pvtz", "def2-svp", "def2-tzvp"]
 ELEMENTS = list(range(1, 19))
 
 

@@ -8,6 +8,8 @@ the shared references:
 - h2o_631gs_cart.json: water in 6-31G* with Cartesian d functions (PySCF cart=True), basis
   read from the crate's data/basis/6-31g_star.nw; RHF energy only.
 - atoms_ccpvdz.json: RHF energies of the He and Ar atoms in the crate's cc-pVDZ file.
+- h2o_ccpvtz.json: water in the crate's cc-pVTZ (f on O, d on H): RHF energy, S, T, V and a
+  sample of ERIs including every unique integral among O's f functions.
 - high_l.json: a made-up basis with f and g shells (one contracted g) on O and d on H, in
   both spherical and Cartesian form: S, T, V and a sample of ERIs (every unique integral of a
   few all-g quartets plus a random sample), and PySCF's cart2sph tables for l = 0..4.
@@ -137,6 +139,46 @@ def def2tzvp(rng):
     return out
 
 
+def h2o_ccpvtz(rng):
+    """Water in cc-pVTZ (f on O, d on H; general contractions split one shell per column):
+    RHF energy, S, T, V and a sample of ERIs with every unique integral among O's f
+    functions forced in."""
+    with open(os.path.join(BASIS_DIR, "cc-pvtz.nw")) as handle:
+        text = handle.read()
+    per_element = {sym: split_columns(gto.basis.parse(text, sym)) for sym in ("O", "H")}
+    mol = make_mol(WATER, per_element, cart=False)
+    mf = scf.RHF(mol)
+    mf.conv_tol = 1e-12
+    mf.conv_tol_grad = 1e-9
+    e = mf.kernel()
+    assert mf.converged
+    out = {
+        "name": "h2o_ccpvtz",
+        "units": {"length": "bohr", "energy": "hartree"},
+        "basis_name": "cc-pvtz",
+        "basis_source": "crates/tutti-adjoint/data/basis/cc-pvtz.nw (basis_set_exchange export), parsed by pyscf.gto.basis.parse",
+        "spherical": True,
+        "molecule": molecule_block(WATER),
+        "basis": [
+            {"atom": i, "symbol": sym, "shells": per_element[sym]} for i, (sym, _) in enumerate(WATER)
+        ],
+        "e_rhf": float(e),
+        "versions": {"pyscf": pyscf.__version__, "numpy": np.__version__},
+    }
+    out.update(common(mol))
+    f_shell = [i for i in range(mol.nbas) if mol.bas_atom(i) == 0 and mol.bas_angular(i) == 3][0]
+    f_start, f_end = mol.ao_loc[f_shell], mol.ao_loc[f_shell + 1]
+    forced = []
+    for i in range(f_start, f_end):
+        for j in range(f_start, i + 1):
+            for k in range(f_start, i + 1):
+                for l in range(f_start, k + 1):
+                    if (k * (k + 1) // 2 + l) <= (i * (i + 1) // 2 + j):
+                        forced.append((i, j, k, l))
+    out["eri"] = eri_sample(mol, rng, 2000, forced)
+    return out
+
+
 def h2o_631gs_cart(rng):
     with open(os.path.join(BASIS_DIR, "6-31g_star.nw")) as handle:
         text = handle.read()
@@ -229,7 +271,8 @@ def high_l(rng):
 
 def main():
     rng = np.random.default_rng(20261130)
-    for make in (def2tzvp, high_l, h2o_631gs_cart, atoms_ccpvdz):
+    # New cases go last: the earlier ones keep their random samples.
+    for make in (def2tzvp, high_l, h2o_631gs_cart, atoms_ccpvdz, h2o_ccpvtz):
         data = make(rng)
         path = os.path.join(DATA, data["name"] + ".json")
         with open(path, "w") as handle:

@@ -55,6 +55,7 @@ fn iteration_counts_of_the_references() {
         ("h2o_631g", 12, 14),
         ("ch4_def2svp", 11, 12),
         ("h2o_def2tzvp", 14, 15),
+        ("h2o_ccpvtz", 14, 16),
     ];
     let mut measured = Vec::new();
     for (name, _, _) in expected {

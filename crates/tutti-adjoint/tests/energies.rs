@@ -65,6 +65,11 @@ fn ch4_def2svp_energy() {
 }
 
 #[test]
+fn h2o_ccpvtz_energy() {
+    check_energy("h2o_ccpvtz");
+}
+
+#[test]
 fn h2o_def2tzvp_energy() {
     check_energy("h2o_def2tzvp");
 }

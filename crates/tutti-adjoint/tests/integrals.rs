@@ -128,6 +128,14 @@ fn h2o_def2tzvp_f_functions_match_pyscf() {
     );
 }
 
+/// cc-pVTZ: O's f shell (every unique integral among its functions is in the sample), d on
+/// H, and the general contractions split into one shell per column.
+#[test]
+fn h2o_ccpvtz_f_functions_match_pyscf() {
+    let case = common::load("h2o_ccpvtz");
+    check_block("h2o_ccpvtz", &case, &case.json, AngularKind::Spherical, 1e-10);
+}
+
 #[test]
 fn g_functions_spherical_and_cartesian_match_pyscf() {
     let case = common::load("high_l");

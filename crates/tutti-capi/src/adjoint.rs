@@ -497,7 +497,7 @@ pub(crate) unsafe fn optional_json_out<'a>(
 }
 
 /// The closed-shell RHF energy of a molecule given as XYZ text (Angstrom), in the basis set
-/// `basis`: a shipped name (sto-3g, 6-31g, 6-31g*, cc-pvdz, def2-svp, def2-tzvp; elements
+/// `basis`: a shipped name (sto-3g, 6-31g, 6-31g*, cc-pvdz, cc-pvtz, def2-svp, def2-tzvp; elements
 /// H–Ar; case and `-`/`_` ignored) or a path to an NWChem-format file.
 ///
 /// `xyz_text` is the text of an XYZ file: a count line, a comment line, then `symbol x y z`

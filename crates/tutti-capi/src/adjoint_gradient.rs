@@ -285,7 +285,7 @@ impl StagedGradient {
 /// coefficient of every shell on every atom.
 ///
 /// `xyz_text` and `basis` are as for `tutti_rhf_energy`: the text of an XYZ file, and a
-/// shipped basis name (sto-3g, 6-31g, 6-31g*, cc-pvdz, def2-svp, def2-tzvp) or a path to an
+/// shipped basis name (sto-3g, 6-31g, 6-31g*, cc-pvdz, cc-pvtz, def2-svp, def2-tzvp) or a path to an
 /// NWChem-format file. `options` may be NULL for the defaults
 /// (`tutti_gradient_options_default`). Parameters are per atom: the derivative with respect
 /// to a parameter an element's atoms share is the sum over those atoms (the JSON's

@@ -36,7 +36,7 @@ struct MoleculeArgs {
     /// Molecule as an XYZ file (Angstrom).
     #[arg(long, value_name = "FILE")]
     xyz: String,
-    /// A shipped basis set (sto-3g, 6-31g, 6-31g*, cc-pvdz, def2-svp, def2-tzvp) or a path to
+    /// A shipped basis set (sto-3g, 6-31g, 6-31g*, cc-pvdz, cc-pvtz, def2-svp, def2-tzvp) or a path to
     /// an NWChem-format basis file.
     #[arg(long, value_name = "NAME|FILE")]
     basis: String,

@@ -5,20 +5,22 @@ use super::BasisSet;
 use crate::error::{AdjointError, Result};
 
 /// The shipped basis sets' canonical names.
-pub const BASIS_NAMES: [&str; 6] = [
+pub const BASIS_NAMES: [&str; 7] = [
     "sto-3g",
     "6-31g",
     "6-31g*",
     "cc-pvdz",
+    "cc-pvtz",
     "def2-svp",
     "def2-tzvp",
 ];
 
-const TEXTS: [&str; 6] = [
+const TEXTS: [&str; 7] = [
     include_str!("../../data/basis/sto-3g.nw"),
     include_str!("../../data/basis/6-31g.nw"),
     include_str!("../../data/basis/6-31g_star.nw"),
     include_str!("../../data/basis/cc-pvdz.nw"),
+    include_str!("../../data/basis/cc-pvtz.nw"),
     include_str!("../../data/basis/def2-svp.nw"),
     include_str!("../../data/basis/def2-tzvp.nw"),
 ];

@@ -112,7 +112,7 @@ impl BasisSet {
     }
 
     /// A shipped basis set by name (case-insensitive; `-` and `_` ignored, `*` or `star`):
-    /// sto-3g, 6-31g, 6-31g*, cc-pvdz, def2-svp, def2-tzvp, for H to Ar.
+    /// sto-3g, 6-31g, 6-31g*, cc-pvdz, cc-pvtz, def2-svp, def2-tzvp, for H to Ar.
     pub fn named(name: &str) -> Result<Self> {
         library::named(name)
     }
