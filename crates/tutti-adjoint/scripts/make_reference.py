@@ -111,8 +111,11 @@ def common(mol):
     }
 
 
-def def2tzvp(rng):
-    with open(os.path.join(BASIS_DIR, "def2-tzvp.nw")) as handle:
+def water_in(stem, basis_name, rng, sample, forced_shell_l=None):
+    """Water in the crate's basis file data/basis/<stem>.nw: RHF energy (conv_tol 1e-12),
+    S, T, V and `sample` random ERIs, plus, with `forced_shell_l`, every unique integral
+    among the functions of O's first shell of that l."""
+    with open(os.path.join(BASIS_DIR, stem + ".nw")) as handle:
         text = handle.read()
     per_element = {sym: split_columns(gto.basis.parse(text, sym)) for sym in ("O", "H")}
     mol = make_mol(WATER, per_element, cart=False)
@@ -121,11 +124,12 @@ def def2tzvp(rng):
     mf.conv_tol_grad = 1e-9
     e = mf.kernel()
     assert mf.converged
+    name = "h2o_" + stem.replace("-", "")
     out = {
-        "name": "h2o_def2tzvp",
+        "name": name,
         "units": {"length": "bohr", "energy": "hartree"},
-        "basis_name": "def2-tzvp",
-        "basis_source": "crates/tutti-adjoint/data/basis/def2-tzvp.nw (basis_set_exchange export), parsed by pyscf.gto.basis.parse",
+        "basis_name": basis_name,
+        "basis_source": f"crates/tutti-adjoint/data/basis/{stem}.nw (basis_set_exchange export), parsed by pyscf.gto.basis.parse",
         "spherical": True,
         "molecule": molecule_block(WATER),
         "basis": [
@@ -135,48 +139,27 @@ def def2tzvp(rng):
         "versions": {"pyscf": pyscf.__version__, "numpy": np.__version__},
     }
     out.update(common(mol))
-    out["eri"] = eri_sample(mol, rng, 3000)
+    forced = []
+    if forced_shell_l is not None:
+        shell = [i for i in range(mol.nbas) if mol.bas_atom(i) == 0 and mol.bas_angular(i) == forced_shell_l][0]
+        start, end = mol.ao_loc[shell], mol.ao_loc[shell + 1]
+        for i in range(start, end):
+            for j in range(start, i + 1):
+                for k in range(start, i + 1):
+                    for l in range(start, k + 1):
+                        if (k * (k + 1) // 2 + l) <= (i * (i + 1) // 2 + j):
+                            forced.append((i, j, k, l))
+    out["eri"] = eri_sample(mol, rng, sample, forced)
     return out
+
+
+def def2tzvp(rng):
+    return water_in("def2-tzvp", "def2-tzvp", rng, 3000)
 
 
 def h2o_ccpvtz(rng):
-    """Water in cc-pVTZ (f on O, d on H; general contractions split one shell per column):
-    RHF energy, S, T, V and a sample of ERIs with every unique integral among O's f
-    functions forced in."""
-    with open(os.path.join(BASIS_DIR, "cc-pvtz.nw")) as handle:
-        text = handle.read()
-    per_element = {sym: split_columns(gto.basis.parse(text, sym)) for sym in ("O", "H")}
-    mol = make_mol(WATER, per_element, cart=False)
-    mf = scf.RHF(mol)
-    mf.conv_tol = 1e-12
-    mf.conv_tol_grad = 1e-9
-    e = mf.kernel()
-    assert mf.converged
-    out = {
-        "name": "h2o_ccpvtz",
-        "units": {"length": "bohr", "energy": "hartree"},
-        "basis_name": "cc-pvtz",
-        "basis_source": "crates/tutti-adjoint/data/basis/cc-pvtz.nw (basis_set_exchange export), parsed by pyscf.gto.basis.parse",
-        "spherical": True,
-        "molecule": molecule_block(WATER),
-        "basis": [
-            {"atom": i, "symbol": sym, "shells": per_element[sym]} for i, (sym, _) in enumerate(WATER)
-        ],
-        "e_rhf": float(e),
-        "versions": {"pyscf": pyscf.__version__, "numpy": np.__version__},
-    }
-    out.update(common(mol))
-    f_shell = [i for i in range(mol.nbas) if mol.bas_atom(i) == 0 and mol.bas_angular(i) == 3][0]
-    f_start, f_end = mol.ao_loc[f_shell], mol.ao_loc[f_shell + 1]
-    forced = []
-    for i in range(f_start, f_end):
-        for j in range(f_start, i + 1):
-            for k in range(f_start, i + 1):
-                for l in range(f_start, k + 1):
-                    if (k * (k + 1) // 2 + l) <= (i * (i + 1) // 2 + j):
-                        forced.append((i, j, k, l))
-    out["eri"] = eri_sample(mol, rng, 2000, forced)
-    return out
+    """cc-pVTZ: f on O, d on H; general contractions split one shell per column."""
+    return water_in("cc-pvtz", "cc-pvtz", rng, 2000, forced_shell_l=3)
 
 
 def h2o_631gs_cart(rng):

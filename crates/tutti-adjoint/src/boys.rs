@@ -253,6 +253,35 @@ mod tests {
         }
     }
 
+    /// Where the asymptotic form takes over (the lowest T its bound allows for the orders
+    /// wanted), every order it returns matches the slow evaluation: the bound is not too
+    /// loose. The T rise with the order and stay on the table's grid.
+    #[test]
+    fn the_asymptotic_form_is_exact_where_it_takes_over() {
+        let from = table().asymptotic_from;
+        for (m_max, &t) in from.iter().enumerate() {
+            assert!(t > 30.0 && t <= ASYMPTOTIC_T, "m_max {m_max}: {t}");
+            if m_max > 0 {
+                assert!(
+                    t >= from[m_max - 1],
+                    "m_max {m_max}: {t} < {}",
+                    from[m_max - 1]
+                );
+            }
+            let mut out = vec![0.0; m_max + 1];
+            boys(t, &mut out);
+            for (m, value) in out.iter().enumerate() {
+                let reference = boys_slow(m, t);
+                // The form's own error is below 2^-56 here; its m multiplications round by
+                // up to m ulps (2.7e-15 at m = 24). A cutoff 10 too low would err by 3e-13.
+                assert!(
+                    relative(*value, reference) < 4e-15,
+                    "m_max {m_max}, m {m}, T {t}: {value} vs {reference}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn dense_scan_against_slow_reference() {
         // Off-grid points (an irrational step) over the whole range, every order.
@@ -267,7 +296,6 @@ mod tests {
             t += 0.013_725_029;
         }
         println!("Boys fast vs slow: max relative error {worst:.2e}");
-        println!("asymptotic from T = {:?} (m_max 0..={MAX_M})", table().asymptotic_from);
         assert!(worst < 1e-14, "{worst:e}");
     }
 

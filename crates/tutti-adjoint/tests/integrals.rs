@@ -133,7 +133,13 @@ fn h2o_def2tzvp_f_functions_match_pyscf() {
 #[test]
 fn h2o_ccpvtz_f_functions_match_pyscf() {
     let case = common::load("h2o_ccpvtz");
-    check_block("h2o_ccpvtz", &case, &case.json, AngularKind::Spherical, 1e-10);
+    check_block(
+        "h2o_ccpvtz",
+        &case,
+        &case.json,
+        AngularKind::Spherical,
+        1e-10,
+    );
 }
 
 #[test]

@@ -504,7 +504,7 @@ impl EriEngine {
                     entries: &ket_pair.pattern,
                     values: &ket_prim.signed_values,
                 };
-                add_ket_rows(&mut ws.w_by_ket, &ws.r_rows, ket, prefactor, n_bra);
+                add_rows(&mut ws.w_by_ket, &ws.r_rows, ket, prefactor, n_bra);
             }
             if by_dot {
                 let bra = SparseRows {
@@ -526,7 +526,7 @@ impl EriEngine {
                 entries: &bra_pair.pattern,
                 values: &bra_prim.values,
             };
-            add_bra_rows(&mut ws.cart, &ws.w, bra, ncart_ket);
+            add_rows(&mut ws.cart, &ws.w, bra, 1.0, ncart_ket);
         }
         if by_dot && ncart_ket > 1 {
             // cart^T[c][row] -> cart[row][c].
@@ -708,24 +708,23 @@ fn gather_rows(
     }
 }
 
-/// `w_by_ket[c][h] += prefactor sum_k E_k r_rows[h'_k][h]` over ket row c's entries, rows
-/// `n_bra` long.
+/// `out[r][..] += scale sum_k E_k source[h_k][..]` over row r's entries (E_k, h_k) of
+/// `table`, rows `width` long: the ket side (`out` = W^T, `source` = the gathered rows of R,
+/// `scale` = the quartet's prefactor) and the bra side by rows (`out` = the Cartesian
+/// block, `source` = W, `scale` = 1).
 #[inline(never)]
-fn add_ket_rows(
-    w_by_ket: &mut [f64],
-    r_rows: &[f64],
-    ket: SparseRows<'_>,
-    prefactor: f64,
-    n_bra: usize,
-) {
-    for (c, w_row) in w_by_ket.chunks_exact_mut(n_bra).enumerate() {
+fn add_rows(out: &mut [f64], source: &[f64], table: SparseRows<'_>, scale: f64, width: usize) {
+    for (r, out_row) in out.chunks_exact_mut(width).enumerate() {
         // Slices, not `SparseRows::row`: measured 12% fewer instructions in this loop.
-        let range = ket.starts[c]..ket.starts[c + 1];
-        for (&h, value) in ket.entries[range.clone()].iter().zip(&ket.values[range]) {
-            let weight = prefactor * value;
-            let r_row = &r_rows[h * n_bra..(h + 1) * n_bra];
-            for (slot, r) in w_row.iter_mut().zip(r_row) {
-                *slot += weight * r;
+        let range = table.starts[r]..table.starts[r + 1];
+        for (&h, value) in table.entries[range.clone()]
+            .iter()
+            .zip(&table.values[range])
+        {
+            let weight = scale * value;
+            let source_row = &source[h * width..(h + 1) * width];
+            for (slot, x) in out_row.iter_mut().zip(source_row) {
+                *slot += weight * x;
             }
         }
     }
@@ -752,20 +751,6 @@ fn add_bra_dots(
                 sum += e * w_row[h];
             }
             *slot = sum;
-        }
-    }
-}
-
-/// `cart[row][c] += sum_k E_k w[h_k][c]` over bra row `row`'s entries, rows `ncart_ket`
-/// long.
-#[inline(never)]
-fn add_bra_rows(cart: &mut [f64], w: &[f64], bra: SparseRows<'_>, ncart_ket: usize) {
-    for (row, cart_row) in cart.chunks_exact_mut(ncart_ket).enumerate() {
-        for (h, e) in bra.row(row) {
-            let w_row = &w[h * ncart_ket..(h + 1) * ncart_ket];
-            for (slot, w) in cart_row.iter_mut().zip(w_row) {
-                *slot += e * w;
-            }
         }
     }
 }
