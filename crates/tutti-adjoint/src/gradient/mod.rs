@@ -308,10 +308,9 @@ fn gradient_rank(
     let (rank, ranks) = (comm.rank(), comm.size());
     // The densities' products on a thread of their own, off the device's threads (see
     // `crate::scf::algebra_pool`).
-    let densities = Instant::now();
-    let (density, energy_weighted) = crate::scf::algebra_pool()?.install(|| densities_of(&scf));
-    timings.fock += densities.elapsed().as_secs_f64();
-    let densities = (density, energy_weighted);
+    let clock = Instant::now();
+    let densities = crate::scf::algebra_pool()?.install(|| densities_of(&scf));
+    timings.fock += clock.elapsed().as_secs_f64();
     let mut terms = if options.serial {
         primitive_terms(shared, densities, None, &mut timings)
     } else {
@@ -332,9 +331,8 @@ fn gradient_rank(
 
 /// (Y_i, X_i) of every primitive from the densities P and W ([`densities_of`], row-major):
 /// the overlap, core-Hamiltonian and two-electron loops of the chosen implementation, on
-/// the current pool: the serial loops
-/// when `share` is `None`, else the tasks of rank `share.0` of `share.1` (its part of the
-/// sum over the ranks).
+/// the current pool: the serial loops when `share` is `None`, else the tasks of rank
+/// `share.0` of `share.1` (its part of the sum over the ranks).
 fn primitive_terms(
     shared: &Shared<'_>,
     (density, energy_weighted): (Vec<f64>, Vec<f64>),

@@ -447,7 +447,7 @@ impl EriEngine {
         ws.w.resize(n_bra * ncart_ket, 0.0);
         ws.w_by_ket.resize(ncart_ket * n_bra, 0.0);
         ws.r_rows.resize(herm_ket.len() * n_bra, 0.0);
-        // A ket of few Cartesian products (ss, sp, ps pairs) makes the bra's rows of W short:
+        // A ket of few Cartesian products (ss, sp, ps, sd, ds pairs) makes the bra's rows of W short:
         // the bra side then sums each Cartesian integral as one sparse dot product over W's
         // columns, into `cart` transposed, instead of adding short rows. The same terms are
         // added to each integral in the same order either way, so the bits are the same.

@@ -88,15 +88,15 @@ pub fn coulomb_from_boys(
     if scratch.len() < cube {
         scratch.resize(cube, 0.0);
     }
-    let values = &boys_values[..d];
+    let boys_values = &boys_values[..d];
     if order == 0 {
-        out[0] = values[0];
+        out[0] = boys_values[0];
         return;
     }
     if order == 1 {
         // R_000 = F_0, R_100 = X (-2 alpha) F_1, and likewise for y and z (d = 2).
-        let first = -2.0 * alpha * values[1];
-        out[0] = values[0];
+        let first = -2.0 * alpha * boys_values[1];
+        out[0] = boys_values[0];
         out[4] = pc[0] * first;
         out[2] = pc[1] * first;
         out[1] = pc[2] * first;
@@ -104,11 +104,11 @@ pub fn coulomb_from_boys(
     }
     if order == 2 {
         // g_n = (-2 alpha)^n F_n; R_200 = g_1 + X^2 g_2, R_110 = X Y g_2, ... (d = 3).
-        let g1 = -2.0 * alpha * values[1];
-        let g2 = 4.0 * alpha * alpha * values[2];
+        let g1 = -2.0 * alpha * boys_values[1];
+        let g2 = 4.0 * alpha * alpha * boys_values[2];
         let [x, y, z] = pc;
         let at = |t: usize, u: usize, v: usize| (t * 3 + u) * 3 + v;
-        out[at(0, 0, 0)] = values[0];
+        out[at(0, 0, 0)] = boys_values[0];
         out[at(1, 0, 0)] = x * g1;
         out[at(0, 1, 0)] = y * g1;
         out[at(0, 0, 1)] = z * g1;
@@ -120,7 +120,6 @@ pub fn coulomb_from_boys(
         out[at(0, 1, 1)] = y * z * g2;
         return;
     }
-    let boys_values = values;
     let work = &mut scratch[..cube];
     let Some(schedule) = schedule(order) else {
         recursion_by_loops(order, alpha, pc, boys_values, out, work);
