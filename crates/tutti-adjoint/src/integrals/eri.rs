@@ -820,17 +820,22 @@ mod tests {
     use super::*;
     use crate::{AngularKind, BasisSet, Molecule};
 
-    /// The bra side's two loop orders (sparse dot products, or rows of W added) give the
-    /// same bits: they add the same terms to each integral in the same order.
-    #[test]
-    fn both_loop_orders_of_the_bra_side_have_the_same_bits() {
+    /// The engine of water in def2-TZVP: s, p, d and f shells, contracted and not.
+    fn water_in_def2_tzvp() -> EriEngine {
         let molecule = Molecule::from_xyz(
             "3\nwater, angstrom\nO 0.0 0.0 0.1173\nH 0.0 0.7572 -0.4692\nH 0.0 -0.7572 -0.4692\n",
         )
         .expect("xyz");
         let basis_set = BasisSet::load("def2-tzvp").expect("basis set");
         let basis = Basis::new(&molecule, &basis_set, AngularKind::Spherical).expect("basis");
-        let engine = EriEngine::new(&basis);
+        EriEngine::new(&basis)
+    }
+
+    /// The bra side's two loop orders (sparse dot products, or rows of W added) give the
+    /// same bits: they add the same terms to each integral in the same order.
+    #[test]
+    fn both_loop_orders_of_the_bra_side_have_the_same_bits() {
+        let engine = water_in_def2_tzvp();
         let pairs = engine.pairs();
         let mut workspace = EriWorkspace::new();
         let mut by_dot = 0;
@@ -866,13 +871,7 @@ mod tests {
     /// choice (and both of its outcomes) is met.
     #[test]
     fn both_orientations_of_the_kernel_agree() {
-        let molecule = Molecule::from_xyz(
-            "3\nwater, angstrom\nO 0.0 0.0 0.1173\nH 0.0 0.7572 -0.4692\nH 0.0 -0.7572 -0.4692\n",
-        )
-        .expect("xyz");
-        let basis_set = BasisSet::load("def2-tzvp").expect("basis set");
-        let basis = Basis::new(&molecule, &basis_set, AngularKind::Spherical).expect("basis");
-        let engine = EriEngine::new(&basis);
+        let engine = water_in_def2_tzvp();
         let pairs = engine.pairs();
         let mut workspace = EriWorkspace::new();
         let (mut swapped, mut kept, mut worst) = (0, 0, 0f64);
