@@ -27,6 +27,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let start = Instant::now();
     builder.serial(result.density.as_ref());
     let serial = start.elapsed().as_secs_f64();
+    let split = FockBuilder::new(&engine, 1e-14).with_shared_columns(false);
+    let mut shared_time = f64::INFINITY;
+    let mut split_time = f64::INFINITY;
+    for _ in 0..3 {
+        let start = Instant::now();
+        split.serial(result.density.as_ref());
+        split_time = split_time.min(start.elapsed().as_secs_f64());
+        let start = Instant::now();
+        builder.serial(result.density.as_ref());
+        shared_time = shared_time.min(start.elapsed().as_secs_f64());
+    }
+    println!(
+        "J/K serial, best of 3: general contractions shared {shared_time:.4} s, split {split_time:.4} s ({:.2}x)",
+        split_time / shared_time
+    );
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()?;
@@ -34,11 +49,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     pool.install(|| builder.threaded(result.density.as_ref()));
     let threaded = start.elapsed().as_secs_f64();
     println!(
-        "nao {} E {:.10} iterations {} | pair setup {setup:.4} s | J/K serial {serial:.4} s, {threads} threads {threaded:.4} s | SCF {:.3} s",
+        "nao {} E {:.10} iterations {} | pair setup {setup:.4} s | J/K serial {serial:.4} s, {threads} threads {threaded:.4} s | SCF {:.3} s, {:.4} s per J/K build ({} of {} full)",
         basis.nao(),
         result.energy,
         result.iterations,
-        result.timings.total
+        result.timings.total,
+        result.timings.fock / result.timings.fock_builds as f64,
+        result.timings.full_fock_builds,
+        result.timings.fock_builds,
     );
     Ok(())
 }

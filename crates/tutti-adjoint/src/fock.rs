@@ -3,16 +3,21 @@
 //!
 //! J_ij = sum_kl (ij|kl) P_kl and K_ij = sum_kl (ik|jl) P_kl for a symmetric P. Paths:
 //! - [`FockBuilder::serial`]: the reference, one loop over canonical quartets in order;
-//! - [`FockBuilder::partial`]: one rank's share of a build split among `ranks`: the bra shell
-//!   pairs sorted by estimated cost (largest first, [`FockBuilder::bra_order`]) are dealt to
-//!   the least loaded rank by that cost, and a rank's share round-robin into `4 * threads` task lists
-//!   of the current rayon pool (install a device's pool to choose it); rayon's work stealing
+//! - [`FockBuilder::partial`]: one rank's share of a build split among `ranks`: the bra units
+//!   sorted by estimated cost (largest first) are dealt to the least loaded rank by that
+//!   cost, and a rank's share round-robin into `4 * threads` task lists of the current
+//!   rayon pool (install a device's pool to choose it); rayon's work stealing
 //!   runs the lists, each folding into its own private J/K accumulators, which are then
 //!   summed in list order. The ranks' [`PartialCoulombExchange`]s are summed in rank order
 //!   (a group's `allreduce_sum` over [`PartialCoulombExchange::as_mut_slice`]) and
 //!   [`PartialCoulombExchange::finish`]ed;
 //! - [`FockBuilder::threaded`]: the whole build on the current pool (one rank's share of a
 //!   group of one).
+//!
+//! The bras and kets are units: a canonical shell pair, or all the canonical pairs over the
+//! columns of one or two general contractions (cc-pVXZ shells that share their primitives,
+//! [`crate::integrals::columns`]), whose quartets the kernel computes together
+//! ([`EriEngine::column_pair`]). A segmented basis has one unit per canonical pair.
 //!
 //! Every path skips quartets whose Schwarz bound Q_ab Q_cd is below the builder's threshold;
 //! a builder made [`FockBuilder::with_density_screening`] also skips those whose bound times
@@ -25,6 +30,8 @@
 use faer::{Mat, MatRef};
 use rayon::prelude::*;
 
+use crate::integrals::columns::general_contractions;
+use crate::integrals::eri::{pair_index, ShellPair};
 use crate::integrals::{EriEngine, EriWorkspace};
 
 /// Coulomb and exchange matrices (nao x nao, symmetric, hartree).
@@ -76,6 +83,68 @@ impl PartialCoulombExchange {
     }
 }
 
+/// What the build loops over, as bras and as kets: one canonical shell pair, or every
+/// canonical pair over the columns of one or two general contractions, whose quartets share
+/// their primitive work ([`EriEngine::column_pair`]).
+#[derive(Debug)]
+struct PairUnit {
+    /// The members' sets (a, b) in the order of the kernel's blocks.
+    shells: Vec<[usize; 2]>,
+    /// The members' canonical pair indices, in the same order.
+    members: Vec<usize>,
+    /// The column pair; `None` for a single canonical pair (the engine's own).
+    columns: Option<ShellPair>,
+}
+
+impl PairUnit {
+    /// The pair the kernel takes for this unit.
+    fn kernel_pair<'p>(&'p self, pairs: &'p [ShellPair]) -> &'p ShellPair {
+        self.columns.as_ref().unwrap_or(&pairs[self.members[0]])
+    }
+}
+
+/// The build's units: the canonical pairs in order, except that the first pair over the
+/// columns of general contractions stands for every pair over the same contractions (and
+/// the others are left out). A segmented basis gives one unit per canonical pair, in order.
+/// With `share` false every group is one shell: one unit per canonical pair.
+fn pair_units(engine: &EriEngine, share: bool) -> Vec<PairUnit> {
+    let groups = if share {
+        general_contractions(engine)
+    } else {
+        (0..engine.shell_count()).map(|shell| vec![shell]).collect()
+    };
+    let mut group_of = vec![0; engine.shell_count()];
+    for (group, shells) in groups.iter().enumerate() {
+        for &shell in shells {
+            group_of[shell] = group;
+        }
+    }
+    let mut done = std::collections::BTreeSet::new();
+    let mut units = Vec::new();
+    for (index, pair) in engine.pairs().iter().enumerate() {
+        let (first, second) = (group_of[pair.a], group_of[pair.b]);
+        if groups[first].len() == 1 && groups[second].len() == 1 {
+            units.push(PairUnit {
+                shells: vec![[pair.a, pair.b]],
+                members: vec![index],
+                columns: None,
+            });
+            continue;
+        }
+        if !done.insert((first.max(second), first.min(second))) {
+            continue;
+        }
+        let columns = engine.column_pair(&groups[first], &groups[second]);
+        let shells = columns.members();
+        units.push(PairUnit {
+            members: shells.iter().map(|&[a, b]| pair_index(a, b)).collect(),
+            shells,
+            columns: Some(columns),
+        });
+    }
+    units
+}
+
 /// Builds J and K for densities of one basis.
 #[derive(Debug)]
 pub struct FockBuilder<'e> {
@@ -83,7 +152,9 @@ pub struct FockBuilder<'e> {
     threshold: f64,
     /// Also screen quartets by the density ([`FockBuilder::with_density_screening`]).
     density_screening: bool,
-    /// Canonical bra pairs, largest estimated cost first.
+    /// The bras and kets of the build ([`pair_units`]).
+    units: Vec<PairUnit>,
+    /// Bra units, largest estimated cost first.
     order: Vec<usize>,
     /// The estimated cost of each entry of `order`.
     costs: Vec<f64>,
@@ -93,29 +164,46 @@ impl<'e> FockBuilder<'e> {
     /// A builder skipping quartets with Schwarz bound Q_ab Q_cd below `schwarz_threshold`
     /// (0 keeps every quartet).
     pub fn new(engine: &'e EriEngine, schwarz_threshold: f64) -> Self {
+        Self::with_units(engine, schwarz_threshold, pair_units(engine, true))
+    }
+
+    /// This builder with the columns of general contractions shared (`true`, the default
+    /// of [`FockBuilder::new`]: quartets over columns with the same primitives are computed
+    /// together) or split (one quartet at a time, as for a segmented basis). Both give J and
+    /// K to rounding; splitting is the reference the shared kernel is checked against.
+    pub fn with_shared_columns(self, share: bool) -> Self {
+        let units = pair_units(self.engine, share);
+        Self::with_units(self.engine, self.threshold, units)
+            .with_density_screening(self.density_screening)
+    }
+
+    /// A builder over `units`, bras ordered by estimated cost.
+    fn with_units(engine: &'e EriEngine, schwarz_threshold: f64, units: Vec<PairUnit>) -> Self {
         let pairs = engine.pairs();
         let counts = engine.function_counts();
-        // A quartet (ab|cd) costs about its primitive quartets times its functions: the
-        // product of a weight per pair. A bra pair's cost is its weight times the sum of the
-        // weights of its kets (the pairs up to it), a prefix sum.
-        let weight = |index: usize| {
-            let pair = &pairs[index];
-            (pair.primitive_count() * counts[pair.a] * counts[pair.b]) as f64
+        // A quartet (ab|cd) costs about its primitive quartets times its functions (times its
+        // members): the product of a weight per unit. A bra unit's cost is its weight times
+        // the sum of the weights of its kets (the units up to it), a prefix sum.
+        let weight = |unit: &PairUnit| {
+            let pair = unit.kernel_pair(pairs);
+            (pair.primitive_count() * counts[pair.a] * counts[pair.b] * unit.members.len()) as f64
         };
         let mut kets = 0.0;
-        let cost: Vec<f64> = (0..pairs.len())
-            .map(|index| {
-                kets += weight(index);
-                weight(index) * kets
+        let cost: Vec<f64> = units
+            .iter()
+            .map(|unit| {
+                kets += weight(unit);
+                weight(unit) * kets
             })
             .collect();
-        let mut order: Vec<usize> = (0..pairs.len()).collect();
+        let mut order: Vec<usize> = (0..units.len()).collect();
         order.sort_by(|x, y| cost[*y].total_cmp(&cost[*x]).then(x.cmp(y)));
         let costs = order.iter().map(|&index| cost[index]).collect();
         Self {
             engine,
             threshold: schwarz_threshold,
             density_screening: false,
+            units,
             order,
             costs,
         }
@@ -139,8 +227,8 @@ impl<'e> FockBuilder<'e> {
         let bounds = self.density_bounds(&density);
         let mut accumulator = PartialCoulombExchange::zeros(nao);
         let mut workspace = EriWorkspace::new();
-        for bra in 0..self.engine.pairs().len() {
-            self.bra_pair(
+        for bra in 0..self.units.len() {
+            self.bra_unit(
                 bra,
                 &density,
                 bounds.as_deref(),
@@ -149,12 +237,6 @@ impl<'e> FockBuilder<'e> {
             );
         }
         accumulator.finish()
-    }
-
-    /// The canonical bra pairs (indices into the engine's pairs), largest estimated cost
-    /// first: the order in which they are dealt to ranks and task lists.
-    pub fn bra_order(&self) -> &[usize] {
-        &self.order
     }
 
     /// The whole build on the current rayon pool: [`FockBuilder::partial`] of a group of one,
@@ -188,7 +270,7 @@ impl<'e> FockBuilder<'e> {
                 let mut accumulator = PartialCoulombExchange::zeros(nao);
                 let mut workspace = EriWorkspace::new();
                 for &bra in share.iter().skip(list).step_by(lists) {
-                    self.bra_pair(
+                    self.bra_unit(
                         bra,
                         &density,
                         bounds.as_deref(),
@@ -233,9 +315,10 @@ impl<'e> FockBuilder<'e> {
         Some(bounds)
     }
 
-    /// Adds every quartet (bra | ket), ket <= bra, of one bra pair; `bounds` are the density
+    /// Adds every quartet (bra | ket), ket <= bra, of one bra unit (of the members of both
+    /// units; of one unit with itself, each member quartet once); `bounds` are the density
     /// screening's shell-block maxima ([`FockBuilder::density_bounds`]).
-    fn bra_pair(
+    fn bra_unit(
         &self,
         bra: usize,
         density: &[f64],
@@ -245,62 +328,110 @@ impl<'e> FockBuilder<'e> {
     ) {
         let engine = self.engine;
         let pairs = engine.pairs();
-        let nao = engine.nao();
         let shells = engine.shell_count();
-        let offsets = engine.offsets();
-        let counts = engine.function_counts();
-        let bra_pair = &pairs[bra];
-        let (a, b) = (bra_pair.a, bra_pair.b);
-        for (ket, ket_pair) in pairs.iter().enumerate().take(bra + 1) {
-            let schwarz = bra_pair.schwarz * ket_pair.schwarz;
+        let bra_unit = &self.units[bra];
+        // Whether the member quartet (ab|cd) of canonical pairs `ab`, `cd` passes the
+        // screening.
+        let keep = |ab: usize, cd: usize, [a, b]: [usize; 2], [c, d]: [usize; 2]| {
+            let schwarz = pairs[ab].schwarz * pairs[cd].schwarz;
             if schwarz < self.threshold {
+                return false;
+            }
+            let Some(bounds) = bounds else {
+                return true;
+            };
+            let block = |s: usize, t: usize| bounds[s * shells + t];
+            let largest = block(a, b)
+                .max(block(c, d))
+                .max(block(a, c))
+                .max(block(a, d))
+                .max(block(b, c))
+                .max(block(b, d));
+            schwarz * largest >= self.threshold
+        };
+        for (ket, ket_unit) in self.units.iter().enumerate().take(bra + 1) {
+            // Member quartets (x, y), of one unit with itself only y <= x: each once.
+            let quartets = || {
+                (0..bra_unit.members.len()).flat_map(move |x| {
+                    (0..ket_unit.members.len())
+                        .filter(move |&y| ket < bra || y <= x)
+                        .map(move |y| (x, y))
+                })
+            };
+            let kept = |(x, y): (usize, usize)| {
+                keep(
+                    bra_unit.members[x],
+                    ket_unit.members[y],
+                    bra_unit.shells[x],
+                    ket_unit.shells[y],
+                )
+            };
+            if !quartets().any(kept) {
                 continue;
             }
-            let (c, d) = (ket_pair.a, ket_pair.b);
-            if let Some(bounds) = bounds {
-                let block = |s: usize, t: usize| bounds[s * shells + t];
-                let largest = block(a, b)
-                    .max(block(c, d))
-                    .max(block(a, c))
-                    .max(block(a, d))
-                    .max(block(b, c))
-                    .max(block(b, d));
-                if schwarz * largest < self.threshold {
-                    continue;
-                }
+            let block = engine.pair_block(
+                bra_unit.kernel_pair(pairs),
+                ket_unit.kernel_pair(pairs),
+                workspace,
+            );
+            let size = block.len() / (bra_unit.members.len() * ket_unit.members.len());
+            for (x, y) in quartets().filter(|&quartet| kept(quartet)) {
+                let [a, b] = bra_unit.shells[x];
+                let [c, d] = ket_unit.shells[y];
+                let degeneracy = (if a == b { 1.0 } else { 2.0 })
+                    * (if c == d { 1.0 } else { 2.0 })
+                    * (if bra_unit.members[x] == ket_unit.members[y] {
+                        1.0
+                    } else {
+                        2.0
+                    });
+                let member = &block[(x * ket_unit.members.len() + y) * size..][..size];
+                self.digest(member, [a, b, c, d], degeneracy, density, accumulator);
             }
-            let degeneracy = (if a == b { 1.0 } else { 2.0 })
-                * (if c == d { 1.0 } else { 2.0 })
-                * (if bra == ket { 1.0 } else { 2.0 });
-            let block = engine.canonical_quartet(bra, ket, workspace);
-            let (na, nb, nc, nd) = (counts[a], counts[b], counts[c], counts[d]);
-            let (oa, ob, oc, od) = (offsets[a], offsets[b], offsets[c], offsets[d]);
-            let (j, k) = accumulator.values.split_at_mut(nao * nao);
-            let mut index = 0;
-            for i in oa..oa + na {
-                for jj in ob..ob + nb {
-                    let p_ij = density[i * nao + jj];
-                    let mut j_ij = 0.0;
-                    for kk in oc..oc + nc {
-                        let p_ik = density[i * nao + kk];
-                        let p_jk = density[jj * nao + kk];
-                        let mut k_ik = 0.0;
-                        let mut k_jk = 0.0;
-                        for l in od..od + nd {
-                            let value = degeneracy * block[index];
-                            index += 1;
-                            j_ij += density[kk * nao + l] * value;
-                            j[kk * nao + l] += p_ij * value;
-                            k_ik += density[jj * nao + l] * value;
-                            k[jj * nao + l] += p_ik * value;
-                            k[i * nao + l] += p_jk * value;
-                            k_jk += density[i * nao + l] * value;
-                        }
-                        k[i * nao + kk] += k_ik;
-                        k[jj * nao + kk] += k_jk;
+        }
+    }
+
+    /// Adds the block (ab|cd), row-major `[na][nb][nc][nd]`, times `degeneracy`, to the J and
+    /// K sums.
+    fn digest(
+        &self,
+        block: &[f64],
+        [a, b, c, d]: [usize; 4],
+        degeneracy: f64,
+        density: &[f64],
+        accumulator: &mut PartialCoulombExchange,
+    ) {
+        let engine = self.engine;
+        let nao = engine.nao();
+        let offsets = engine.offsets();
+        let counts = engine.function_counts();
+        let (na, nb, nc, nd) = (counts[a], counts[b], counts[c], counts[d]);
+        let (oa, ob, oc, od) = (offsets[a], offsets[b], offsets[c], offsets[d]);
+        let (j, k) = accumulator.values.split_at_mut(nao * nao);
+        let mut index = 0;
+        for i in oa..oa + na {
+            for jj in ob..ob + nb {
+                let p_ij = density[i * nao + jj];
+                let mut j_ij = 0.0;
+                for kk in oc..oc + nc {
+                    let p_ik = density[i * nao + kk];
+                    let p_jk = density[jj * nao + kk];
+                    let mut k_ik = 0.0;
+                    let mut k_jk = 0.0;
+                    for l in od..od + nd {
+                        let value = degeneracy * block[index];
+                        index += 1;
+                        j_ij += density[kk * nao + l] * value;
+                        j[kk * nao + l] += p_ij * value;
+                        k_ik += density[jj * nao + l] * value;
+                        k[jj * nao + l] += p_ik * value;
+                        k[i * nao + l] += p_jk * value;
+                        k_jk += density[i * nao + l] * value;
                     }
-                    j[i * nao + jj] += j_ij;
+                    k[i * nao + kk] += k_ik;
+                    k[jj * nao + kk] += k_jk;
                 }
+                j[i * nao + jj] += j_ij;
             }
         }
     }

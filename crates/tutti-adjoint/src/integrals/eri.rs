@@ -69,6 +69,29 @@ pub struct ShellPair {
     primitives: Vec<PrimitivePair>,
     /// Schwarz bound sqrt(max_{i in a, j in b} |(ij|ij)|).
     pub schwarz: f64,
+    /// For a pair over the columns of general contractions ([`EriEngine::column_pair`]):
+    /// its member pairs and their weights; `None` for a pair of two sets.
+    columns: Option<Columns>,
+}
+
+/// The member pairs of a pair over general-contraction columns: the primitive pairs' tables
+/// hold no contraction weights, and member m's block is the pair's expansion with primitive
+/// pair k weighted by `weights[m * primitives + k]`.
+#[derive(Clone, Debug)]
+struct Columns {
+    /// The members' set indices (a, b).
+    members: Vec<[usize; 2]>,
+    /// Each member's weight of each primitive pair, member-major.
+    weights: Vec<f64>,
+    /// Number of primitive pairs (the row length of `weights`).
+    primitives: usize,
+}
+
+impl Columns {
+    /// Member `member`'s weight of primitive pair `primitive`.
+    fn weight(&self, member: usize, primitive: usize) -> f64 {
+        self.weights[member * self.primitives + primitive]
+    }
 }
 
 impl ShellPair {
@@ -77,15 +100,40 @@ impl ShellPair {
         self.primitives.len()
     }
 
+    /// The pairs of sets this pair computes, in the order of its blocks
+    /// ([`EriEngine::pair_block`]): (a, b) for an ordinary pair, the member pairs of a
+    /// column pair ([`EriEngine::column_pair`]).
+    pub fn members(&self) -> Vec<[usize; 2]> {
+        match &self.columns {
+            Some(columns) => columns.members.clone(),
+            None => vec![[self.a, self.b]],
+        }
+    }
+
+    /// Number of member pairs (1 for an ordinary pair).
+    pub fn member_count(&self) -> usize {
+        self.columns.as_ref().map_or(1, |c| c.members.len())
+    }
+
     /// The kernel's work, in multiply-adds, for a quartet with this pair as the bra
     /// (`n_bra` Hermite indices) and `ket` as the ket (`n_ket`): per primitive quartet, R
     /// gathered into rows and the ket's expansion applied to them; per bra primitive, the
-    /// bra's expansion. Every inner loop also costs [`LOOP_OVERHEAD`].
+    /// bra's expansion, once per ket member. Every inner loop also costs [`LOOP_OVERHEAD`].
+    /// A column pair's members ([`EriEngine::column_pair`]) add their weighted copies: of
+    /// the ket contraction per primitive quartet, of the bra's per bra primitive.
     fn kernel_cost(&self, n_bra: usize, ket: &ShellPair, n_ket: usize) -> usize {
         let cartesians = |pair: &ShellPair| pair.row_starts.len().saturating_sub(1);
-        let per_quartet = n_ket * n_bra + ket.pattern.len() * (n_bra + LOOP_OVERHEAD);
-        let per_bra_primitive =
+        let mut per_quartet = n_ket * n_bra + ket.pattern.len() * (n_bra + LOOP_OVERHEAD);
+        let mut per_bra_primitive =
             cartesians(ket) * n_bra + self.pattern.len() * (cartesians(ket) + LOOP_OVERHEAD);
+        if let Some(columns) = &ket.columns {
+            per_quartet += columns.members.len() * cartesians(ket) * n_bra;
+            per_bra_primitive *= columns.members.len();
+        }
+        if let Some(columns) = &self.columns {
+            per_bra_primitive +=
+                ket.member_count() * columns.members.len() * cartesians(self) * cartesians(ket);
+        }
         let (bra_primitives, ket_primitives) = (self.primitives.len(), ket.primitives.len());
         bra_primitives * (ket_primitives * per_quartet + per_bra_primitive)
     }
@@ -106,9 +154,15 @@ pub struct EriWorkspace {
     w_by_ket: Vec<f64>,
     /// R gathered per ket Hermite index, `[n_herm_ket][n_herm_bra]`.
     r_rows: Vec<f64>,
+    /// The ket contraction of one primitive quartet, before a column pair's member weights.
+    ket_sum: Vec<f64>,
+    /// The bra contraction of one bra primitive, before a column pair's member weights.
+    bra_sum: Vec<f64>,
     cart: Vec<f64>,
     half: Vec<f64>,
     out: Vec<f64>,
+    /// The transformed blocks of a column pair's member quartets.
+    blocks: Vec<f64>,
 }
 
 impl EriWorkspace {
@@ -189,38 +243,121 @@ impl EriEngine {
     }
 
     fn pair_with(&self, a: usize, b: usize, workspace: &mut EriWorkspace) -> ShellPair {
-        let mut pair = self.pair_tables(a, b);
-        let (na, nb) = (self.sets[a].functions, self.sets[b].functions);
-        let diagonal_max = |block: &[f64]| {
-            let mut largest: f64 = 0.0;
-            for i in 0..na {
-                for j in 0..nb {
-                    let ij = i * nb + j;
-                    largest = largest.max(block[ij * na * nb + ij].abs());
-                }
-            }
-            largest
-        };
-        let bounds: Vec<f64> = (0..pair.primitives.len())
-            .map(|primitive| {
-                let mut single = pair.clone();
-                single.primitives = vec![single.primitives[primitive].clone()];
-                diagonal_max(self.pair_block(&single, &single, workspace)).sqrt()
-            })
-            .collect();
+        let (mut pair, _) = self.pair_tables(a, b, true);
+        let bounds = self.primitive_bounds(&pair, workspace);
         // The pair's own bound from every primitive quartet: its primitive bounds are still
         // infinite here. Screening its (ab|ab) by them would be absolute (PRIMITIVE_THRESHOLD)
         // where the bound must be relative: a pair whose primitive bounds are all below 1e-8
         // would get Q_ab = 0, and every quartet with it would be dropped, however large.
-        pair.schwarz = diagonal_max(self.pair_block(&pair, &pair, workspace)).sqrt();
+        pair.schwarz = self.diagonal_max(&pair, self.pair_block(&pair, &pair, workspace));
         for (primitive, bound) in pair.primitives.iter_mut().zip(bounds) {
             primitive.schwarz = bound;
         }
         pair
     }
 
-    /// The expansion tables of the pair (a, b), Schwarz bounds not yet set (infinite).
-    fn pair_tables(&self, a: usize, b: usize) -> ShellPair {
+    /// sqrt(max |(ij|ij)|) over the functions i, j of `pair`'s sets, from its block with
+    /// itself.
+    fn diagonal_max(&self, pair: &ShellPair, block: &[f64]) -> f64 {
+        let (na, nb) = (self.sets[pair.a].functions, self.sets[pair.b].functions);
+        let mut largest: f64 = 0.0;
+        for i in 0..na {
+            for j in 0..nb {
+                let ij = i * nb + j;
+                largest = largest.max(block[ij * na * nb + ij].abs());
+            }
+        }
+        largest.sqrt()
+    }
+
+    /// The Schwarz bound of each primitive pair of `pair` alone (of its tables as they are:
+    /// without the members' weights for a table of columns).
+    fn primitive_bounds(&self, pair: &ShellPair, workspace: &mut EriWorkspace) -> Vec<f64> {
+        (0..pair.primitives.len())
+            .map(|primitive| {
+                let mut single = pair.clone();
+                single.primitives = vec![single.primitives[primitive].clone()];
+                single.columns = None;
+                self.diagonal_max(&single, self.pair_block(&single, &single, workspace))
+            })
+            .collect()
+    }
+
+    /// The pair over the columns of general contractions (cc-pVXZ's shells that share
+    /// their primitives): `first` and `second` each list basis shells with one centre, one
+    /// angular momentum, the same exponents and the same non-zero primitives. The same list
+    /// twice stands for the member pairs (first[x], first[y]), y <= x; two lists for every
+    /// (first[x], second[y]). Its block with another pair ([`EriEngine::pair_block`]) holds
+    /// every member's block, equal to the member's own to rounding, from primitive work
+    /// (Boys values, Hermite integrals and their contraction with the expansion) done once
+    /// for all members.
+    ///
+    /// Panics if a list is empty or names a set that is not a shell of the basis.
+    pub fn column_pair(&self, first: &[usize], second: &[usize]) -> ShellPair {
+        assert!(
+            !first.is_empty() && !second.is_empty(),
+            "column_pair needs columns on both sides"
+        );
+        let same = first == second;
+        let members: Vec<[usize; 2]> = if same {
+            (0..first.len())
+                .flat_map(|x| (0..=x).map(move |y| [first[x], first[y]]))
+                .collect()
+        } else {
+            first
+                .iter()
+                .flat_map(|&a| second.iter().map(move |&b| [a, b]))
+                .collect()
+        };
+        assert!(
+            members
+                .iter()
+                .all(|&[a, b]| a < self.shell_count && b < self.shell_count),
+            "column_pair takes shells of the basis"
+        );
+        let (mut pair, kept) = self.pair_tables(first[0], second[0], false);
+        let mut weights = Vec::with_capacity(members.len() * kept.len());
+        for &[a, b] in &members {
+            let (wa, wb) = (&self.sets[a].weights, &self.sets[b].weights);
+            // A list with itself keeps one of the primitive pairs (i, j) and (j, i), which
+            // make the same Gaussian product on one centre (`pair_tables`).
+            weights.extend(kept.iter().map(|&[i, j]| {
+                if same && i != j {
+                    wa[i] * wb[j] + wa[j] * wb[i]
+                } else {
+                    wa[i] * wb[j]
+                }
+            }));
+        }
+        let columns = Columns {
+            members,
+            weights,
+            primitives: kept.len(),
+        };
+        // A primitive quartet's share of a member's integral is its weight times the
+        // unweighted tables' integral: bounded by the largest weight times the unweighted
+        // bound.
+        let bounds = self.primitive_bounds(&pair, &mut EriWorkspace::new());
+        for (k, (primitive, bound)) in pair.primitives.iter_mut().zip(bounds).enumerate() {
+            let largest = (0..columns.members.len())
+                .map(|m| columns.weight(m, k).abs())
+                .fold(0.0, f64::max);
+            primitive.schwarz = bound * largest;
+        }
+        pair.schwarz = columns
+            .members
+            .iter()
+            .map(|&[a, b]| self.pairs[pair_index(a, b)].schwarz)
+            .fold(0.0, f64::max);
+        pair.columns = Some(columns);
+        pair
+    }
+
+    /// The expansion tables of the pair (a, b), Schwarz bounds not yet set (infinite), and
+    /// the primitives (i, j) of each primitive pair kept. With `weighted` false the tables
+    /// leave out the contraction weights (and the factor 2 of a set paired with itself):
+    /// a column pair's members weigh them ([`EriEngine::column_pair`]).
+    fn pair_tables(&self, a: usize, b: usize, weighted: bool) -> (ShellPair, Vec<[usize; 2]>) {
         let (set_a, set_b) = (&self.sets[a], &self.sets[b]);
         let (la, lb) = (set_a.degree, set_b.degree);
         let order = la + lb;
@@ -246,6 +383,7 @@ impl EriEngine {
         }
         let mut e = [Vec::new(), Vec::new(), Vec::new()];
         let mut primitives = Vec::new();
+        let mut kept = Vec::new();
         // A set paired with itself: primitives (i, j) and (j, i) make one Gaussian product
         // on one centre, x^(ca + cb) exp(-p x^2) per axis, so one of them, counted twice,
         // stands for both (n (n + 1) / 2 primitive pairs instead of n^2).
@@ -260,11 +398,15 @@ impl EriEngine {
                 for axis in 0..3 {
                     expansion(la, lb, ea, eb, separation[axis], &mut e[axis]);
                 }
-                let weight = multiplicity
-                    * da
-                    * db
-                    * set_a.diagonal_scale.unwrap_or(1.0)
-                    * set_b.diagonal_scale.unwrap_or(1.0);
+                let (scale_a, scale_b) = (
+                    set_a.diagonal_scale.unwrap_or(1.0),
+                    set_b.diagonal_scale.unwrap_or(1.0),
+                );
+                let weight = if weighted {
+                    multiplicity * da * db * scale_a * scale_b
+                } else {
+                    scale_a * scale_b
+                };
                 let mut values = Vec::with_capacity(pattern.len());
                 let mut signed_values = Vec::with_capacity(pattern.len());
                 for (ia, ca) in set_a.monomials.iter().enumerate() {
@@ -292,9 +434,10 @@ impl EriEngine {
                     signed_values,
                     schwarz: f64::INFINITY,
                 });
+                kept.push([i, j]);
             }
         }
-        ShellPair {
+        let pair = ShellPair {
             a,
             b,
             order,
@@ -302,7 +445,9 @@ impl EriEngine {
             row_starts,
             primitives,
             schwarz: f64::INFINITY,
-        }
+            columns: None,
+        };
+        (pair, kept)
     }
 
     /// Bytes held by the canonical pairs' tables (patterns, row starts, and per primitive
@@ -367,7 +512,10 @@ impl EriEngine {
     }
 
     /// The block (ab|cd) of two pairs of sets given by reference, row-major `[na][nb][nc][nd]`
-    /// over the sets' output functions. Borrowed from the workspace until its next use.
+    /// over the sets' output functions. Borrowed from the workspace until its next use. For
+    /// column pairs ([`EriEngine::column_pair`]) it is every member quartet's block in turn,
+    /// bra member major: the block of bra member x and ket member y starts at
+    /// `(x * ket_members + y) * na * nb * nc * nd`.
     ///
     /// The kernel's inner loops run over the Hermite indices of the side it calls the bra,
     /// and it contracts the other side's primitives first: the orientation with the fewer
@@ -388,15 +536,22 @@ impl EriEngine {
             return self.oriented_block(bra_pair, ket_pair, workspace);
         }
         self.oriented_block(ket_pair, bra_pair, workspace);
-        // [nc][nd][na][nb] -> [na][nb][nc][nd].
+        // Blocks [ket member][bra member] of [nc][nd][na][nb] -> [bra member][ket member] of
+        // [na][nb][nc][nd].
         let rows = self.sets[ket_pair.a].functions * self.sets[ket_pair.b].functions;
         let columns = self.sets[bra_pair.a].functions * self.sets[bra_pair.b].functions;
+        let (bra_members, ket_members) = (bra_pair.member_count(), ket_pair.member_count());
+        let size = rows * columns;
         let ws = workspace;
         ws.half.clear();
-        ws.half.resize(rows * columns, 0.0);
-        for (r, row) in ws.out.chunks_exact(columns).enumerate() {
-            for (c, value) in row.iter().enumerate() {
-                ws.half[c * rows + r] = *value;
+        ws.half.resize(size * bra_members * ket_members, 0.0);
+        for (index, block) in ws.out.chunks_exact(size).enumerate() {
+            let (y, x) = (index / bra_members, index % bra_members);
+            let target = &mut ws.half[(x * ket_members + y) * size..][..size];
+            for (r, row) in block.chunks_exact(columns).enumerate() {
+                for (c, value) in row.iter().enumerate() {
+                    target[c * rows + r] = *value;
+                }
             }
         }
         std::mem::swap(&mut ws.out, &mut ws.half);
@@ -431,6 +586,7 @@ impl EriEngine {
         let herm_ket = &self.hermite[ket_pair.order];
         let ncart_bra = sets[0].monomials.len() * sets[1].monomials.len();
         let ncart_ket = sets[2].monomials.len() * sets[3].monomials.len();
+        let (bra_members, ket_members) = (bra_pair.member_count(), ket_pair.member_count());
         let ws = workspace;
         let n_bra = herm_bra.len();
         // R offsets of the bra Hermite indices, and of every ket Hermite index: R_{h + h'}
@@ -442,16 +598,25 @@ impl EriEngine {
         ws.ket_offsets.clear();
         ws.ket_offsets
             .extend(herm_ket.iter().map(|[t, u, v]| (t * dim + u) * dim + v));
+        // One Cartesian block per member quartet, bra member major, and W per ket member.
+        let cart_size = ncart_bra * ncart_ket;
+        let w_size = ncart_ket * n_bra;
         ws.cart.clear();
-        ws.cart.resize(ncart_bra * ncart_ket, 0.0);
-        ws.w.resize(n_bra * ncart_ket, 0.0);
-        ws.w_by_ket.resize(ncart_ket * n_bra, 0.0);
+        ws.cart.resize(bra_members * ket_members * cart_size, 0.0);
+        ws.w.resize(w_size, 0.0);
+        ws.w_by_ket.resize(ket_members * w_size, 0.0);
         ws.r_rows.resize(herm_ket.len() * n_bra, 0.0);
+        if ket_members > 1 {
+            ws.ket_sum.resize(w_size, 0.0);
+        }
+        if bra_members > 1 {
+            ws.bra_sum.resize(cart_size, 0.0);
+        }
         // A ket of few Cartesian products (ss, sp, ps, sd, ds pairs) makes the bra's rows of W short:
         // the bra side then sums each Cartesian integral as one sparse dot product over W's
         // columns, into `cart` transposed, instead of adding short rows. The same terms are
         // added to each integral in the same order either way, so the bits are the same.
-        let by_dot = ncart_ket <= dot_product_ket;
+        let by_dot = ncart_ket <= dot_product_ket && bra_pair.columns.is_none();
         let two_pi_52 = 2.0 * std::f64::consts::PI.powf(2.5);
         let ket_rows = &ket_pair.row_starts;
         let bra_rows = &bra_pair.row_starts;
@@ -472,10 +637,10 @@ impl EriEngine {
             }
         }
         let mut boys_values = 0..0;
-        for bra_prim in &bra_pair.primitives {
+        for (bra_index, bra_prim) in bra_pair.primitives.iter().enumerate() {
             let p = bra_prim.exponent;
             ws.w_by_ket.fill(0.0);
-            for ket_prim in &ket_pair.primitives {
+            for (ket_index, ket_prim) in ket_pair.primitives.iter().enumerate() {
                 if bra_prim.schwarz * ket_prim.schwarz < PRIMITIVE_THRESHOLD {
                     continue;
                 }
@@ -504,21 +669,15 @@ impl EriEngine {
                     entries: &ket_pair.pattern,
                     values: &ket_prim.signed_values,
                 };
-                add_rows(&mut ws.w_by_ket, &ws.r_rows, ket, prefactor, n_bra);
-            }
-            if by_dot {
-                let bra = SparseRows {
-                    starts: bra_rows,
-                    entries: &bra_pair.pattern,
-                    values: &bra_prim.values,
+                let Some(columns) = &ket_pair.columns else {
+                    add_rows(&mut ws.w_by_ket, &ws.r_rows, ket, prefactor, n_bra);
+                    continue;
                 };
-                add_bra_dots(&mut ws.cart, &ws.w_by_ket, bra, n_bra, ncart_bra);
-                continue;
-            }
-            // W[h][c], as the bra side reads it.
-            for (c, w_column) in ws.w_by_ket.chunks_exact(n_bra).enumerate() {
-                for (h, value) in w_column.iter().enumerate() {
-                    ws.w[h * ncart_ket + c] = *value;
+                // Contracted once, then weighted into each ket member's W.
+                ws.ket_sum.fill(0.0);
+                add_rows(&mut ws.ket_sum, &ws.r_rows, ket, prefactor, n_bra);
+                for (member, w_member) in ws.w_by_ket.chunks_exact_mut(w_size).enumerate() {
+                    add_scaled(w_member, &ws.ket_sum, columns.weight(member, ket_index));
                 }
             }
             let bra = SparseRows {
@@ -526,38 +685,100 @@ impl EriEngine {
                 entries: &bra_pair.pattern,
                 values: &bra_prim.values,
             };
-            add_rows(&mut ws.cart, &ws.w, bra, 1.0, ncart_ket);
+            for (ket_member, w_by_ket) in ws.w_by_ket.chunks_exact(w_size).enumerate() {
+                if by_dot {
+                    let cart = &mut ws.cart[ket_member * cart_size..][..cart_size];
+                    add_bra_dots(cart, w_by_ket, bra, n_bra, ncart_bra);
+                    continue;
+                }
+                // W[h][c], as the bra side reads it.
+                for (c, w_column) in w_by_ket.chunks_exact(n_bra).enumerate() {
+                    for (h, value) in w_column.iter().enumerate() {
+                        ws.w[h * ncart_ket + c] = *value;
+                    }
+                }
+                let Some(columns) = &bra_pair.columns else {
+                    let cart = &mut ws.cart[ket_member * cart_size..][..cart_size];
+                    add_rows(cart, &ws.w, bra, 1.0, ncart_ket);
+                    continue;
+                };
+                // Summed once, then weighted into each bra member's block.
+                ws.bra_sum.fill(0.0);
+                add_rows(&mut ws.bra_sum, &ws.w, bra, 1.0, ncart_ket);
+                for bra_member in 0..bra_members {
+                    let block = (bra_member * ket_members + ket_member) * cart_size;
+                    add_scaled(
+                        &mut ws.cart[block..][..cart_size],
+                        &ws.bra_sum,
+                        columns.weight(bra_member, bra_index),
+                    );
+                }
+            }
         }
         if by_dot && ncart_ket > 1 {
-            // cart^T[c][row] -> cart[row][c].
+            // cart^T[c][row] -> cart[row][c], block by block.
             ws.half.clear();
-            ws.half.resize(ncart_bra * ncart_ket, 0.0);
-            for (c, column) in ws.cart.chunks_exact(ncart_bra).enumerate() {
-                for (row, value) in column.iter().enumerate() {
-                    ws.half[row * ncart_ket + c] = *value;
+            ws.half.resize(ws.cart.len(), 0.0);
+            for (block, target) in ws
+                .cart
+                .chunks_exact(cart_size)
+                .zip(ws.half.chunks_exact_mut(cart_size))
+            {
+                for (c, column) in block.chunks_exact(ncart_bra).enumerate() {
+                    for (row, value) in column.iter().enumerate() {
+                        target[row * ncart_ket + c] = *value;
+                    }
                 }
             }
             std::mem::swap(&mut ws.cart, &mut ws.half);
         }
-        // Cartesian -> output functions, one index at a time; indices with a diagonal
-        // transform were already scaled in the pair tables and stay as they are.
-        let mut dims = sets.map(|s| s.monomials.len());
-        std::mem::swap(&mut ws.out, &mut ws.cart);
-        for (axis, set) in sets.iter().enumerate() {
-            if set.diagonal_scale.is_some() {
-                continue;
+        self.transform_blocks(set_index, bra_members * ket_members, ws)
+    }
+
+    /// The `blocks` Cartesian blocks in `ws.cart` transformed to the output functions of the
+    /// sets `set_index`, one index at a time, into `ws.out`; indices with a diagonal
+    /// transform were already scaled in the pair tables and stay as they are.
+    fn transform_blocks<'w>(
+        &self,
+        set_index: [usize; 4],
+        blocks: usize,
+        ws: &'w mut EriWorkspace,
+    ) -> &'w [f64] {
+        let sets = set_index.map(|set| &self.sets[set]);
+        let transform_one = |ws: &mut EriWorkspace| {
+            let mut dims = sets.map(|s| s.monomials.len());
+            for (axis, set) in sets.iter().enumerate() {
+                if set.diagonal_scale.is_some() {
+                    continue;
+                }
+                transform_axis(
+                    &ws.out,
+                    &mut ws.half,
+                    dims,
+                    axis,
+                    &self.transforms[set_index[axis]],
+                    set.functions,
+                );
+                dims[axis] = set.functions;
+                std::mem::swap(&mut ws.out, &mut ws.half);
             }
-            transform_axis(
-                &ws.out,
-                &mut ws.half,
-                dims,
-                axis,
-                &self.transforms[set_index[axis]],
-                set.functions,
-            );
-            dims[axis] = set.functions;
-            std::mem::swap(&mut ws.out, &mut ws.half);
+        };
+        if blocks == 1 {
+            std::mem::swap(&mut ws.out, &mut ws.cart);
+            transform_one(ws);
+            return &ws.out;
         }
+        let cart_size = ws.cart.len() / blocks;
+        let mut blocks_out = std::mem::take(&mut ws.blocks);
+        blocks_out.clear();
+        for block in 0..blocks {
+            ws.out.clear();
+            ws.out
+                .extend_from_slice(&ws.cart[block * cart_size..][..cart_size]);
+            transform_one(ws);
+            blocks_out.extend_from_slice(&ws.out);
+        }
+        ws.out = blocks_out;
         &ws.out
     }
 
@@ -730,6 +951,14 @@ fn add_rows(out: &mut [f64], source: &[f64], table: SparseRows<'_>, scale: f64, 
     }
 }
 
+/// `out += scale * source`, element by element.
+#[inline(never)]
+fn add_scaled(out: &mut [f64], source: &[f64], scale: f64) {
+    for (slot, x) in out.iter_mut().zip(source) {
+        *slot += scale * x;
+    }
+}
+
 /// `cart_t[c][row] += sum_k E_k w_by_ket[c][h_k]` over bra row `row`'s entries (Hermite
 /// indices): one sparse dot product per Cartesian integral, `cart_t` transposed
 /// (`ncart_bra` per row), `w_by_ket` rows `n_bra` long.
@@ -829,6 +1058,72 @@ mod tests {
         let basis_set = BasisSet::load("def2-tzvp").expect("basis set");
         let basis = Basis::new(&molecule, &basis_set, AngularKind::Spherical).expect("basis");
         EriEngine::new(&basis)
+    }
+
+    /// The engine of water in cc-pVTZ: oxygen's s shells 0 and 2 are columns over the same
+    /// ten primitives.
+    fn water_in_cc_pvtz() -> EriEngine {
+        let molecule = Molecule::from_xyz(
+            "3\nwater, angstrom\nO 0.0 0.0 0.1173\nH 0.0 0.7572 -0.4692\nH 0.0 -0.7572 -0.4692\n",
+        )
+        .expect("xyz");
+        let basis_set = BasisSet::load("cc-pvtz").expect("basis set");
+        let basis = Basis::new(&molecule, &basis_set, AngularKind::Spherical).expect("basis");
+        EriEngine::new(&basis)
+    }
+
+    /// Every member quartet of a column pair's block is the member pairs' own block (the
+    /// reference kernel, one shell per column) to rounding: the column pair of oxygen's
+    /// two s columns with itself and with every other shell, against every ordinary pair and
+    /// against the column pairs themselves, in both orientations of the kernel.
+    #[test]
+    fn column_pairs_give_their_members_blocks() {
+        let engine = water_in_cc_pvtz();
+        let columns = [0, 2];
+        let mut column_pairs = vec![engine.column_pair(&columns, &columns)];
+        for shell in 0..engine.shell_count() {
+            if !columns.contains(&shell) {
+                column_pairs.push(engine.column_pair(&columns, &[shell]));
+                column_pairs.push(engine.column_pair(&[shell], &columns));
+            }
+        }
+        let mut workspace = EriWorkspace::new();
+        let (mut worst, mut checked) = (0f64, 0usize);
+        let kets: Vec<&ShellPair> = engine.pairs().iter().chain(&column_pairs).collect();
+        // The members' own pairs, in the members' order of sets.
+        let mut own = std::collections::BTreeMap::new();
+        for pair in &kets {
+            for [a, b] in pair.members() {
+                own.entry([a, b]).or_insert_with(|| engine.pair(a, b));
+            }
+        }
+        for bra in &column_pairs {
+            for &ket in &kets {
+                for (first, second) in [(bra, ket), (ket, bra)] {
+                    let block = engine.pair_block(first, second, &mut workspace).to_vec();
+                    let (first_members, second_members) = (first.members(), second.members());
+                    let size = block.len() / (first_members.len() * second_members.len());
+                    for (x, &[a, b]) in first_members.iter().enumerate() {
+                        for (y, &[c, d]) in second_members.iter().enumerate() {
+                            let (ab, cd) = (&own[&[a, b]], &own[&[c, d]]);
+                            let reference = engine.pair_block(ab, cd, &mut workspace);
+                            let member = &block[(x * second_members.len() + y) * size..][..size];
+                            assert_eq!(member.len(), reference.len());
+                            let bound = ab.schwarz * cd.schwarz;
+                            for (value, expected) in member.iter().zip(reference) {
+                                worst = worst.max((value - expected).abs() / bound);
+                            }
+                            checked += 1;
+                        }
+                    }
+                }
+            }
+        }
+        println!("{checked} member quartets, worst {worst:.2e} of the Schwarz bound");
+        assert!(
+            worst <= 1e-13,
+            "member blocks differ by {worst:.2e} of the bound"
+        );
     }
 
     /// The bra side's two loop orders (sparse dot products, or rows of W added) give the

@@ -3,6 +3,7 @@
 //! ([`one_electron`]) and electron repulsion over shell quartets ([`eri`]).
 
 pub mod cartesian;
+pub mod columns;
 pub mod eri;
 pub mod functions;
 pub mod hermite;
