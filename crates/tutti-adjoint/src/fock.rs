@@ -30,8 +30,7 @@
 use faer::{Mat, MatRef};
 use rayon::prelude::*;
 
-use crate::integrals::columns::general_contractions;
-use crate::integrals::eri::{pair_index, ShellPair};
+use crate::integrals::columns::{pair_units, PairUnit};
 use crate::integrals::{EriEngine, EriWorkspace};
 
 /// Coulomb and exchange matrices (nao x nao, symmetric, hartree).
@@ -83,68 +82,6 @@ impl PartialCoulombExchange {
     }
 }
 
-/// What the build loops over, as bras and as kets: one canonical shell pair, or every
-/// canonical pair over the columns of one or two general contractions, whose quartets share
-/// their primitive work ([`EriEngine::column_pair`]).
-#[derive(Debug)]
-struct PairUnit {
-    /// The members' sets (a, b) in the order of the kernel's blocks.
-    shells: Vec<[usize; 2]>,
-    /// The members' canonical pair indices, in the same order.
-    members: Vec<usize>,
-    /// The column pair; `None` for a single canonical pair (the engine's own).
-    columns: Option<ShellPair>,
-}
-
-impl PairUnit {
-    /// The pair the kernel takes for this unit.
-    fn kernel_pair<'p>(&'p self, pairs: &'p [ShellPair]) -> &'p ShellPair {
-        self.columns.as_ref().unwrap_or(&pairs[self.members[0]])
-    }
-}
-
-/// The build's units: the canonical pairs in order, except that the first pair over the
-/// columns of general contractions stands for every pair over the same contractions (and
-/// the others are left out). A segmented basis gives one unit per canonical pair, in order.
-/// With `share` false every group is one shell: one unit per canonical pair.
-fn pair_units(engine: &EriEngine, share: bool) -> Vec<PairUnit> {
-    let groups = if share {
-        general_contractions(engine)
-    } else {
-        (0..engine.shell_count()).map(|shell| vec![shell]).collect()
-    };
-    let mut group_of = vec![0; engine.shell_count()];
-    for (group, shells) in groups.iter().enumerate() {
-        for &shell in shells {
-            group_of[shell] = group;
-        }
-    }
-    let mut done = std::collections::BTreeSet::new();
-    let mut units = Vec::new();
-    for (index, pair) in engine.pairs().iter().enumerate() {
-        let (first, second) = (group_of[pair.a], group_of[pair.b]);
-        if groups[first].len() == 1 && groups[second].len() == 1 {
-            units.push(PairUnit {
-                shells: vec![[pair.a, pair.b]],
-                members: vec![index],
-                columns: None,
-            });
-            continue;
-        }
-        if !done.insert((first.max(second), first.min(second))) {
-            continue;
-        }
-        let columns = engine.column_pair(&groups[first], &groups[second]);
-        let shells = columns.members();
-        units.push(PairUnit {
-            members: shells.iter().map(|&[a, b]| pair_index(a, b)).collect(),
-            shells,
-            columns: Some(columns),
-        });
-    }
-    units
-}
-
 /// Builds J and K for densities of one basis.
 #[derive(Debug)]
 pub struct FockBuilder<'e> {
@@ -152,7 +89,7 @@ pub struct FockBuilder<'e> {
     threshold: f64,
     /// Also screen quartets by the density ([`FockBuilder::with_density_screening`]).
     density_screening: bool,
-    /// The bras and kets of the build ([`pair_units`]).
+    /// The bras and kets of the build (`pair_units`).
     units: Vec<PairUnit>,
     /// Bra units, largest estimated cost first.
     order: Vec<usize>,

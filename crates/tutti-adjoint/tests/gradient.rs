@@ -423,6 +423,24 @@ fn threaded_equals_serial_at_every_device_count() {
 }
 
 #[test]
+fn threaded_shares_general_contractions_and_equals_serial() {
+    // Water in cc-pVDZ: oxygen's s columns carry the same nine exponents (the threaded
+    // gradient differentiates each primitive once for all of them) and two of them the same
+    // non-zero primitives (its kets over them are computed together). The serial reference
+    // does neither.
+    let case = common::load("h2o_ccpvdz");
+    let molecule = case.molecule();
+    let basis = case.basis(AngularKind::Spherical);
+    for devices in [1, 2] {
+        let serial = rhf_gradient(&molecule, &basis, &options(devices, true)).unwrap();
+        let threaded = rhf_gradient(&molecule, &basis, &options(devices, false)).unwrap();
+        let difference = relative_difference(&threaded, &serial);
+        println!("{devices} device(s): threaded vs serial {difference:.1e}");
+        assert!(difference <= 1e-12, "{devices} devices: {difference:e}");
+    }
+}
+
+#[test]
 fn parameterization_invariants_hold() {
     // E is invariant under scaling all coefficients of a shell: sum_i c_i dE/dc_i = 0, and a
     // single-primitive shell's coefficient does not matter at all.

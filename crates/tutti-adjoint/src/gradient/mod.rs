@@ -39,6 +39,7 @@ use self::accumulate::PrimitiveTerms;
 use self::terms::Inputs;
 use crate::basis::Basis;
 use crate::error::Result;
+use crate::integrals::columns::{pair_units, shared_exponents};
 use crate::integrals::eri::EriEngine;
 use crate::integrals::functions::FunctionShell;
 use crate::integrals::one_electron::point_charges;
@@ -348,15 +349,22 @@ fn primitive_terms(
         charges: point_charges(shared.molecule),
         threshold: shared.options.scf.schwarz_threshold,
     };
-    let order: Vec<(usize, usize)> = match share {
-        None => Vec::new(),
-        Some((rank, ranks)) => {
-            let (order, costs) = parallel::task_order(&inputs);
-            crate::split::rank_share(&costs, rank, ranks)
-                .into_iter()
-                .map(|position| order[position])
-                .collect()
-        }
+    // The two-electron tasks share the exponent derivatives of a contraction's columns and
+    // compute the kets over general contractions' columns together.
+    let families = shared_exponents(shared.engine);
+    let kets = pair_units(shared.engine, true);
+    let share_of = |(order, costs): (Vec<(usize, usize)>, Vec<f64>), (rank, ranks)| {
+        crate::split::rank_share(&costs, rank, ranks)
+            .into_iter()
+            .map(|position| order[position])
+            .collect::<Vec<_>>()
+    };
+    let (order, two_electron_tasks) = match share {
+        None => (Vec::new(), Vec::new()),
+        Some(share) => (
+            share_of(parallel::task_order(&inputs), share),
+            share_of(parallel::two_electron_order(&inputs, &families), share),
+        ),
     };
     timings.two_electron += setup.elapsed().as_secs_f64();
     let serial = share.is_none();
@@ -381,7 +389,7 @@ fn primitive_terms(
     let two_electron = if serial {
         serial::two_electron(&inputs)
     } else {
-        parallel::two_electron(&inputs, &order)
+        parallel::two_electron(&inputs, &families, &kets, &two_electron_tasks)
     };
     timings.two_electron += clock.elapsed().as_secs_f64();
 

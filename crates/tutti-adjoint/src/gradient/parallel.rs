@@ -10,28 +10,31 @@ use rayon::prelude::*;
 use super::accumulate::PrimitiveTerms;
 use super::terms::Inputs;
 use crate::integrals::cartesian::cartesian_count;
+use crate::integrals::columns::PairUnit;
 use crate::integrals::eri::EriWorkspace;
 
 /// Canonical shell pairs (a, b), a >= b, largest estimated cost first (ties by pair order),
 /// and their estimated costs (for the ranks' shares, `crate::split`).
 pub(super) fn task_order(inputs: &Inputs<'_>) -> (Vec<(usize, usize)>, Vec<f64>) {
     let shells = inputs.shell_count();
-    let engine = inputs.engine;
-    let side = |s: usize, b: usize| {
-        // Derivative functions (l + 2 and l monomials) of each primitive of s against b.
-        let ls = engine.set(s).degree;
-        let primitives = inputs.primitives(s).len() * engine.set(b).exponents.len();
-        (primitives
-            * (cartesian_count(ls + 2) + cartesian_count(ls))
-            * engine.set(b).monomials.len()) as f64
-    };
-    let cost = |(a, b): (usize, usize)| side(a, b) + if a == b { 0.0 } else { side(b, a) };
+    let cost =
+        |(a, b): (usize, usize)| side(inputs, a, b) + if a == b { 0.0 } else { side(inputs, b, a) };
     let mut order: Vec<(usize, usize)> = (0..shells)
         .flat_map(|a| (0..=a).map(move |b| (a, b)))
         .collect();
     order.sort_by(|x, y| cost(*y).total_cmp(&cost(*x)).then(x.cmp(y)));
     let costs = order.iter().map(|&pair| cost(pair)).collect();
     (order, costs)
+}
+
+/// The estimated cost of the derivative pairs (D of each primitive of s, b): their
+/// primitive pairs times their Cartesian products (l + 2 and l monomials of D against b's).
+fn side(inputs: &Inputs<'_>, s: usize, b: usize) -> f64 {
+    let engine = inputs.engine;
+    let ls = engine.set(s).degree;
+    let primitives = inputs.primitives(s).len() * engine.set(b).exponents.len();
+    (primitives * (cartesian_count(ls + 2) + cartesian_count(ls)) * engine.set(b).monomials.len())
+        as f64
 }
 
 /// Contributions of one task: (flat primitive index, [raised, plain]).
@@ -79,15 +82,48 @@ pub(super) fn one_electron(
     })
 }
 
-/// The two-electron terms by tasks.
-pub(super) fn two_electron(inputs: &Inputs<'_>, order: &[(usize, usize)]) -> PrimitiveTerms {
-    run_tasks(inputs, order, |pair| {
+/// The two-electron tasks: (family f, partner shell b) for every family of shells that
+/// share their exponents (`families`, [`crate::integrals::columns::shared_exponents`]) and
+/// every shell b, largest estimated cost first (ties by task order), and their costs.
+pub(super) fn two_electron_order(
+    inputs: &Inputs<'_>,
+    families: &[Vec<usize>],
+) -> (Vec<(usize, usize)>, Vec<f64>) {
+    let shells = inputs.shell_count();
+    let cost = |(family, b): (usize, usize)| side(inputs, families[family][0], b);
+    let mut order: Vec<(usize, usize)> = (0..families.len())
+        .flat_map(|family| (0..shells).map(move |b| (family, b)))
+        .collect();
+    order.sort_by(|x, y| cost(*y).total_cmp(&cost(*x)).then(x.cmp(y)));
+    let costs = order.iter().map(|&task| cost(task)).collect();
+    (order, costs)
+}
+
+/// The two-electron terms by tasks ([`two_electron_order`]): for each primitive i of the
+/// family, one derivative pair (D of its first shell's primitive i, b) against the ket units
+/// `kets`, giving the terms of every shell of the family (their derivative functions are D's
+/// times the ratio of their weights).
+pub(super) fn two_electron(
+    inputs: &Inputs<'_>,
+    families: &[Vec<usize>],
+    kets: &[PairUnit],
+    tasks: &[(usize, usize)],
+) -> PrimitiveTerms {
+    let engine = inputs.engine;
+    let weight = |s: usize, i: usize| engine.set(inputs.derivative_set(s, i)).weights[0];
+    run_tasks(inputs, tasks, |(family, b)| {
         let mut workspace = EriWorkspace::new();
         let mut out = Vec::new();
-        for (s, b) in sides(pair) {
-            for i in inputs.primitives(s) {
-                let derivative = inputs.derivative_pair(s, i, b);
-                let value = inputs.two_electron(&derivative, s, &mut workspace);
+        let shells = &families[family];
+        let first = shells[0];
+        for i in inputs.primitives(first) {
+            let derivative = inputs.derivative_pair(first, i, b);
+            let targets: Vec<(usize, f64)> = shells
+                .iter()
+                .map(|&s| (s, weight(s, i) / weight(first, i)))
+                .collect();
+            let values = inputs.shared_two_electron(&derivative, &targets, kets, &mut workspace);
+            for (&(s, _), value) in targets.iter().zip(values) {
                 out.push((inputs.first_primitive[s] + i, value));
             }
         }

@@ -13,6 +13,7 @@
 //! nu over all AOs: the sum over partners b covers them. Each function returns
 //! [raised, plain] = [Y part, X part] of one pair.
 
+use crate::integrals::columns::PairUnit;
 use crate::integrals::eri::{EriEngine, EriWorkspace, ShellPair};
 use crate::integrals::functions::FunctionShell;
 use crate::integrals::one_electron::{block, Operator};
@@ -113,7 +114,7 @@ impl Inputs<'_> {
     }
 
     /// 2 sum (f_m nu|la si) G over every canonical ket pair, for the derivative pair
-    /// `pair` = (D of shell s, b).
+    /// `pair` = (D of shell s, b): the reference, one canonical ket pair at a time.
     pub fn two_electron(
         &self,
         pair: &ShellPair,
@@ -121,52 +122,109 @@ impl Inputs<'_> {
         workspace: &mut EriWorkspace,
     ) -> [f64; 2] {
         let engine = self.engine;
-        let nao = engine.nao();
-        let b = pair.b;
-        let counts = engine.function_counts();
-        let offsets = engine.offsets();
-        let (n, nb) = (counts[s], counts[b]);
-        let (os, ob) = (offsets[s], offsets[b]);
-        let p = &self.density;
         let mut out = [0.0; 2];
         for ket in engine.pairs() {
             if pair.schwarz * ket.schwarz < self.threshold {
                 continue;
             }
-            let (c, d) = (ket.a, ket.b);
-            let (nc, nd) = (counts[c], counts[d]);
-            let (oc, od) = (offsets[c], offsets[d]);
-            // (la si) and (si la) are the same integral and G is symmetric in them.
-            let degeneracy = if c == d { 2.0 } else { 4.0 };
             let values = engine.pair_block(pair, ket, workspace);
-            let half = nb * nc * nd;
-            let mut raised = 0.0;
-            let mut plain = 0.0;
-            for m in 0..n {
-                let mu = os + m;
-                for j in 0..nb {
-                    let nu = ob + j;
-                    let p_mu_nu = p[mu * nao + nu];
-                    let start = (m * nb + j) * nc * nd;
-                    let mut index = 0;
-                    for k in 0..nc {
-                        let la = oc + k;
-                        let p_mu_la = p[mu * nao + la];
-                        let p_nu_la = p[nu * nao + la];
-                        for l in 0..nd {
-                            let si = od + l;
-                            let g = p_mu_nu * p[la * nao + si]
-                                - 0.25 * (p_mu_la * p[nu * nao + si] + p[mu * nao + si] * p_nu_la);
-                            raised += values[start + index] * g;
-                            plain += values[n * half + start + index] * g;
-                            index += 1;
-                        }
-                    }
-                }
-            }
+            let [raised, plain] = self.contract_two_electron(values, s, pair.b, [ket.a, ket.b]);
+            // (la si) and (si la) are the same integral and G is symmetric in them.
+            let degeneracy = if ket.a == ket.b { 2.0 } else { 4.0 };
             out[0] += degeneracy * raised;
             out[1] += degeneracy * plain;
         }
         out
+    }
+
+    /// [`Inputs::two_electron`] of every shell of `targets` at once: `pair` = (D, b) is the
+    /// derivative pair of one primitive that the target shells share (the columns of one
+    /// contraction, [`crate::integrals::columns::shared_exponents`]), and each target is a
+    /// shell s with the ratio of its own derivative set's weight to D's (its derivative
+    /// functions are D's times that ratio). The kets are `kets`, whose pairs over the
+    /// columns of general contractions the kernel computes together. One [raised, plain] per
+    /// target, equal to [`Inputs::two_electron`] of (s, b) to rounding.
+    pub fn shared_two_electron(
+        &self,
+        pair: &ShellPair,
+        targets: &[(usize, f64)],
+        kets: &[PairUnit],
+        workspace: &mut EriWorkspace,
+    ) -> Vec<[f64; 2]> {
+        let engine = self.engine;
+        let pairs = engine.pairs();
+        let mut out = vec![[0.0; 2]; targets.len()];
+        for unit in kets {
+            let kept = |member: &usize| {
+                pair.schwarz * pairs[unit.members[*member]].schwarz >= self.threshold
+            };
+            if !(0..unit.members.len()).any(|member| kept(&member)) {
+                continue;
+            }
+            let values = engine.pair_block(pair, unit.kernel_pair(pairs), workspace);
+            let size = values.len() / unit.members.len();
+            for member in (0..unit.members.len()).filter(kept) {
+                let [c, d] = unit.shells[member];
+                let block = &values[member * size..][..size];
+                let degeneracy = if c == d { 2.0 } else { 4.0 };
+                for (slot, &(s, _)) in out.iter_mut().zip(targets) {
+                    let [raised, plain] = self.contract_two_electron(block, s, pair.b, [c, d]);
+                    slot[0] += degeneracy * raised;
+                    slot[1] += degeneracy * plain;
+                }
+            }
+        }
+        for (slot, &(_, ratio)) in out.iter_mut().zip(targets) {
+            slot[0] *= ratio;
+            slot[1] *= ratio;
+        }
+        out
+    }
+
+    /// `sum (f_m nu|la si) G_{mu(m) nu la si}` over the block `values` of (D b|c d), D's
+    /// functions taken as shell s's ([2 n][n_b][n_c][n_d], the raised half first): [raised,
+    /// plain].
+    fn contract_two_electron(
+        &self,
+        values: &[f64],
+        s: usize,
+        b: usize,
+        [c, d]: [usize; 2],
+    ) -> [f64; 2] {
+        let engine = self.engine;
+        let nao = engine.nao();
+        let counts = engine.function_counts();
+        let offsets = engine.offsets();
+        let (n, nb) = (counts[s], counts[b]);
+        let (os, ob) = (offsets[s], offsets[b]);
+        let (nc, nd) = (counts[c], counts[d]);
+        let (oc, od) = (offsets[c], offsets[d]);
+        let p = &self.density;
+        let half = nb * nc * nd;
+        let mut raised = 0.0;
+        let mut plain = 0.0;
+        for m in 0..n {
+            let mu = os + m;
+            for j in 0..nb {
+                let nu = ob + j;
+                let p_mu_nu = p[mu * nao + nu];
+                let start = (m * nb + j) * nc * nd;
+                let mut index = 0;
+                for k in 0..nc {
+                    let la = oc + k;
+                    let p_mu_la = p[mu * nao + la];
+                    let p_nu_la = p[nu * nao + la];
+                    for l in 0..nd {
+                        let si = od + l;
+                        let g = p_mu_nu * p[la * nao + si]
+                            - 0.25 * (p_mu_la * p[nu * nao + si] + p[mu * nao + si] * p_nu_la);
+                        raised += values[start + index] * g;
+                        plain += values[n * half + start + index] * g;
+                        index += 1;
+                    }
+                }
+            }
+        }
+        [raised, plain]
     }
 }
