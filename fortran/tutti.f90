@@ -177,9 +177,9 @@ module tutti
     end type tutti_rhf_matrices_t
 
     ! TuttiRhfOptions (tutti_rhf_options_default). `matrices_out` is c_null_ptr or c_loc of
-    ! a tutti_rhf_matrices_t target. `gradient_tolerance` 0 (the default) converges on the
-    ! density change; a positive value on the energy change and the orbital gradient
-    ! (PySCF's conv_tol_grad); tutti_rhf_gradient refuses a non-zero value.
+    ! a tutti_rhf_matrices_t target. A positive `gradient_tolerance` (default 1e-5) converges
+    ! on the energy change and the orbital gradient (PySCF's conv_tol_grad); 0 on the density
+    ! change; tutti_rhf_gradient refuses a non-zero value (its defaults hold 0).
     type, bind(c), public :: tutti_rhf_options_t
         type(tutti_resources_t) :: resources
         integer(c_int) :: charge

@@ -493,8 +493,8 @@ typedef struct TuttiRhfOptions {
      */
     double energy_tolerance;
     /**
-     * ... and no density-matrix element by more than this (default 1e-8; not used when
-     * `gradient_tolerance` is set).
+     * ... and, when `gradient_tolerance` is 0, no density-matrix element by more than this
+     * (default 1e-8).
      */
     double density_tolerance;
     /**
@@ -510,14 +510,14 @@ typedef struct TuttiRhfOptions {
      */
     struct TuttiProgressCallback progress;
     /**
-     * 0 (the default): converge on the density change (`density_tolerance`). Positive:
-     * converge instead when the energy changes by less than `energy_tolerance` and the
-     * orbital gradient `|X^T (F P S - S P F) X|_F / sqrt(2)` (the norm PySCF's
-     * `conv_tol_grad` bounds; PySCF's default at `conv_tol` 1e-10 is 1e-5) is below this.
+     * Positive (default 1e-5, PySCF's `conv_tol_grad` at `conv_tol` 1e-10): converged when
+     * the energy changes by less than `energy_tolerance` and the orbital gradient
+     * `|X^T (F P S - S P F) X|_F / sqrt(2)` (the norm `conv_tol_grad` bounds) is below this.
      * The energy is then that of the density criterion to about the square of this, the
-     * orbitals and density only to about this. Negative, NaN or infinite:
-     * `TUTTI_ERROR_INVALID_ARGUMENT`. `tutti_rhf_gradient` refuses a non-zero value: the
-     * basis-set gradient needs the density criterion.
+     * orbitals and density only to about this. 0: converge on the density change instead
+     * (`density_tolerance`). Negative, NaN or infinite: `TUTTI_ERROR_INVALID_ARGUMENT`.
+     * `tutti_rhf_gradient` refuses a non-zero value (its defaults hold 0): the basis-set
+     * gradient needs the density criterion.
      */
     double gradient_tolerance;
 } TuttiRhfOptions;
@@ -1196,8 +1196,8 @@ extern "C" {
 
 /**
  * Writes the default RHF options to `*options`: the default resources, neutral,
- * spherical, 128 iterations, tolerances 1e-10 Eh and 1e-8, `gradient_tolerance` 0 (the
- * density criterion).
+ * spherical, 128 iterations, tolerances 1e-10 Eh and 1e-8, `gradient_tolerance` 1e-5
+ * (PySCF's criterion; 0 selects the density criterion).
  *
  * # Safety
  * `options` is NULL or valid for writing a `TuttiRhfOptions`.

@@ -72,9 +72,11 @@ int main(void) {
     CHECK(tutti_rhf_options_default(&options) == TUTTI_OK &&
               options.resources.kind == TUTTI_KIND_AUTO &&
               options.resources.devices == TUTTI_ALL_DEVICES && options.max_iterations == 128 &&
-              options.cartesian == 0 && options.gradient_tolerance == 0.0,
+              options.cartesian == 0 && options.gradient_tolerance == 1e-5,
           "default options: the default resources, 128 iterations, spherical, "
-          "gradient_tolerance 0 (the density criterion)");
+          "gradient_tolerance 1e-5 (PySCF's criterion)");
+    /* The density criterion first (gradient_tolerance 0), the reference of the checks below. */
+    options.gradient_tolerance = 0.0;
     TuttiRhfResult serial, threaded;
     options.resources.kind = TUTTI_KIND_CPU;
     options.resources.devices = 1;

@@ -111,9 +111,9 @@ def test_errors_raise_with_status_and_message(tmp_path) -> None:
 
 
 def test_the_orbital_gradient_criterion_converges_as_soon_to_the_same_energy() -> None:
-    # PySCF's criterion at its default (conv_tol_grad 1e-5 for conv_tol 1e-10).
-    by_density = tutti.rhf_energy(WATER, "6-31g", resources=cpu(1))
-    by_gradient = tutti.rhf_energy(WATER, "6-31g", resources=cpu(1), gradient_tolerance=1e-5)
+    # PySCF's criterion at its default (conv_tol_grad 1e-5 for conv_tol 1e-10), ours too.
+    by_density = tutti.rhf_energy(WATER, "6-31g", resources=cpu(1), gradient_tolerance=None)
+    by_gradient = tutti.rhf_energy(WATER, "6-31g", resources=cpu(1))
     assert by_gradient.converged
     assert by_gradient.iterations <= by_density.iterations
     assert abs(by_gradient.energy - by_density.energy) < 1e-9

@@ -218,7 +218,7 @@ def rhf_energy(
     charge: int = 0,
     cartesian: bool = False,
     max_iterations: int | None = None,
-    gradient_tolerance: float | None = None,
+    gradient_tolerance: float | None = 1e-5,
     progress=None,
     matrices: bool = False,
 ) -> RhfEnergy:
@@ -229,18 +229,19 @@ def rhf_energy(
     H 0 -0.757 0.587"``) or list (``[("O", (0, 0, 0)), ("H", (0, 0.757, 0.587)), ...]``, symbols
     or atomic numbers), the last two in ``unit`` (``"angstrom"`` or ``"bohr"``, as PySCF's
     ``Mole.unit``). ``basis`` is a shipped name (sto-3g, 6-31g, 6-31g*,
-    cc-pvdz, def2-svp, def2-tzvp) or a path to an NWChem-format file. ``resources`` (a
+    cc-pvdz, cc-pvtz, def2-svp, def2-tzvp) or a path to an NWChem-format file. ``resources`` (a
     :class:`tutti.Resources`; ``None``: every GPU, else one simulated device using all cores)
     says where it runs: each Fock build is split among the devices, and any device count
     agrees with one to rounding (1e-12 relative). A basis or element the library does not
     know, or a bad device request, raises TuttiError with ``Status.ERROR_INVALID_ARGUMENT``;
     a memory cap too small for the run, ``Status.ERROR_OUT_OF_MEMORY`` (before any work); an
-    SCF that does not converge, ``Status.ERROR_NOT_CONVERGED``. ``gradient_tolerance``
-    (``None``: converge on the density change) converges instead on the energy change and
-    the orbital gradient, PySCF's criterion (``conv_tol_grad``; its default at ``conv_tol``
-    1e-10 is 1e-5): the energy is the same to about its square, the orbitals and density
-    only to about it. It must be positive and finite (``Status.ERROR_INVALID_ARGUMENT``
-    otherwise). ``progress``, a callable,
+    SCF that does not converge, ``Status.ERROR_NOT_CONVERGED``. The SCF converges when the
+    energy changes by less than 1e-10 Eh and the orbital gradient is below
+    ``gradient_tolerance``: PySCF's criterion (``conv_tol_grad``, whose default at
+    ``conv_tol`` 1e-10 is this default, 1e-5); the energy is that of a tightly converged SCF
+    to about its square, the orbitals and density only to about it. ``None`` converges
+    instead when no density element changes by more than 1e-8 (3-4 more iterations). It must
+    be positive and finite, or ``None`` (``Status.ERROR_INVALID_ARGUMENT`` otherwise). ``progress``, a callable,
     receives a :class:`tutti.Progress` after each SCF iteration, with its energy as
     ``value`` (``tutti.progress`` says how an exception in it is raised).
     ``matrices=True`` also returns the converged orbital energies, MO coefficients and
@@ -258,8 +259,11 @@ def rhf_energy(
     options.cartesian = 1 if cartesian else 0
     if max_iterations is not None:
         options.max_iterations = _int(max_iterations, "max_iterations").value
-    if gradient_tolerance is not None:
-        # 0 means "unset" in C: refused here, so that only None selects the density criterion.
+    if gradient_tolerance is None:
+        # 0 selects the density criterion in C.
+        options.gradient_tolerance = 0.0
+    else:
+        # ... so it is refused here: only None selects it.
         if float(gradient_tolerance) == 0.0:
             raise TuttiError(
                 Status.ERROR_INVALID_ARGUMENT,

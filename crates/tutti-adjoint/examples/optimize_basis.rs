@@ -35,8 +35,11 @@ pub fn water() -> Result<Molecule> {
 /// dE/d ln alpha per element (by nuclear charge), shell and primitive.
 type LogGradient = BTreeMap<u32, Vec<Vec<f64>>>;
 
+/// Tight, on the density change (the gradient's criterion).
 fn scf_options() -> ScfOptions {
-    let mut scf = ScfOptions::default().with_resources(tutti_backend::Resources::cpu(1));
+    let mut scf = ScfOptions::default()
+        .with_resources(tutti_backend::Resources::cpu(1))
+        .with_gradient_tolerance(None);
     scf.energy_tolerance = 1e-12;
     scf.density_tolerance = 1e-10;
     scf

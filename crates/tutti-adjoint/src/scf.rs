@@ -14,10 +14,10 @@
 //! ([`FockBuilder::with_density_screening`]); every [`ScfOptions::full_rebuild_every`]-th
 //! build is from the whole density, which bounds the drift of the sums. Converged when,
 //! between two iterations, the energy changes by less than [`ScfOptions::energy_tolerance`]
-//! and no density element by more than [`ScfOptions::density_tolerance`] (the default), or,
-//! with [`ScfOptions::gradient_tolerance`] set, when the energy changes that little and the
-//! orbital gradient of the iteration's Fock matrix and density is below it (PySCF's
-//! criterion). The density change is known before an iteration's build, and a build after a
+//! and the orbital gradient of the iteration's Fock matrix and density is below
+//! [`ScfOptions::gradient_tolerance`] (PySCF's criterion, the default), or, with no gradient
+//! tolerance, when the energy changes that little and no density element by more than
+//! [`ScfOptions::density_tolerance`] (what the basis-set gradient uses). The density change is known before an iteration's build, and a build after a
 //! change within the tolerance (or after an orbital gradient within ten times its
 //! tolerance) is always a full one; an iteration that meets the criteria on an incremental
 //! build does not stop the SCF but makes the next build a full one. So the converged energy
@@ -49,7 +49,9 @@ use crate::molecule::Molecule;
 /// tenfold per DIIS iteration near convergence, so the build that converges is full.
 const GRADIENT_LOOKAHEAD: f64 = 10.0;
 
-/// SCF settings. Defaults: energy 1e-10 Eh, density 1e-8, 128 iterations, the atomic-density
+/// SCF settings. Defaults: energy 1e-10 Eh and orbital gradient 1e-5 (PySCF's criterion at
+/// its `conv_tol` 1e-10; density 1e-8 when the gradient tolerance is unset), 128 iterations,
+/// the atomic-density
 /// guess, 8 DIIS vectors from the first iteration, a full J/K rebuild every 8th build
 /// (incremental builds in between), Schwarz threshold 1e-14, linear dependence 1e-9,
 /// [`Resources::default`] (every GPU, else one simulated device owning all cores), threaded
@@ -59,17 +61,19 @@ const GRADIENT_LOOKAHEAD: f64 = 10.0;
 pub struct ScfOptions {
     /// Largest energy change between the last two iterations at convergence, hartree.
     pub energy_tolerance: f64,
-    /// Largest change of any density-matrix element between the last two iterations.
+    /// Largest change of any density-matrix element between the last two iterations, when
+    /// [`ScfOptions::gradient_tolerance`] is `None` (default 1e-8).
     pub density_tolerance: f64,
-    /// When set, the SCF converges on the orbital gradient instead of the density change:
-    /// when the energy changes by less than [`ScfOptions::energy_tolerance`] and the
-    /// orbital gradient is below this. The orbital gradient is the norm PySCF's
-    /// `conv_tol_grad` bounds: the Frobenius norm of the occupied-virtual block of the MO
-    /// Fock matrix times two, `|X^T (F P S - S P F) X|_F / sqrt(2)`. PySCF's default,
-    /// `sqrt(conv_tol)`, is 1e-5 for `conv_tol` 1e-10: its energy is then within about 1e-10
-    /// Eh of the converged one (the error is quadratic in the gradient), but orbitals and
-    /// density only to about the gradient, too loose for a basis-set gradient. Default
-    /// `None`.
+    /// When set (the default, [`ScfOptions::DEFAULT_GRADIENT_TOLERANCE`]), the SCF converges
+    /// on the orbital gradient: when the energy changes by less than
+    /// [`ScfOptions::energy_tolerance`] and the orbital gradient is below this. The orbital
+    /// gradient is the norm PySCF's `conv_tol_grad` bounds: the Frobenius norm of the
+    /// occupied-virtual block of the MO Fock matrix times two,
+    /// `|X^T (F P S - S P F) X|_F / sqrt(2)`. PySCF's default, `sqrt(conv_tol)`, is 1e-5 for
+    /// `conv_tol` 1e-10: the energy is then within about 1e-12 Eh of the tightly converged
+    /// one (the error is quadratic in the gradient), but orbitals and density only to about
+    /// the gradient, too loose for a basis-set gradient, which sets `None`: converge on the
+    /// density change ([`ScfOptions::density_tolerance`]) instead.
     pub gradient_tolerance: Option<f64>,
     /// Iteration limit; [`AdjointError::NotConverged`] beyond it.
     pub max_iterations: usize,
@@ -171,7 +175,7 @@ impl Default for ScfOptions {
         Self {
             energy_tolerance: 1e-10,
             density_tolerance: 1e-8,
-            gradient_tolerance: None,
+            gradient_tolerance: Some(Self::DEFAULT_GRADIENT_TOLERANCE),
             max_iterations: 128,
             diis_vectors: 8,
             diis_start: 1,
@@ -188,6 +192,10 @@ impl Default for ScfOptions {
 }
 
 impl ScfOptions {
+    /// The default orbital-gradient tolerance, PySCF's `conv_tol_grad` at its `conv_tol`
+    /// 1e-10 (`sqrt(conv_tol)`).
+    pub const DEFAULT_GRADIENT_TOLERANCE: f64 = 1e-5;
+
     /// These options running on `resources`.
     pub fn with_resources(mut self, resources: Resources) -> Self {
         self.resources = resources;
@@ -220,7 +228,8 @@ impl ScfOptions {
     }
 
     /// These options converging on the orbital gradient (see
-    /// [`ScfOptions::gradient_tolerance`]; `None` converges on the density change).
+    /// [`ScfOptions::gradient_tolerance`]; `None` converges on the density change,
+    /// [`ScfOptions::density_tolerance`]).
     pub fn with_gradient_tolerance(mut self, tolerance: Option<f64>) -> Self {
         self.gradient_tolerance = tolerance;
         self
@@ -611,6 +620,10 @@ pub(crate) fn scf_rank(
             let (orbital_energies, mut coefficients) =
                 algebra.install(|| diagonalize(fock.as_ref(), x.as_ref()))?;
             agree(comm, &mut coefficients)?;
+            // The density of the orbitals returned (the energy is that of the density that
+            // built this Fock matrix: they differ by about the orbital gradient, the energy by
+            // its square).
+            let density = algebra.install(|| density_of(coefficients.as_ref(), occupied));
             let mut orbital_energies = orbital_energies;
             if ranks > 1 {
                 comm.broadcast_slice(0, &mut orbital_energies)?;

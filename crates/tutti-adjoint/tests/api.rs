@@ -71,7 +71,9 @@ fn odd_electrons_and_iteration_limit_are_errors() {
     let error = rhf(
         &molecule,
         &basis,
-        &ScfOptions::default().with_max_iterations(3),
+        &ScfOptions::default()
+            .with_max_iterations(3)
+            .with_gradient_tolerance(None),
     )
     .unwrap_err();
     assert!(

@@ -17,7 +17,9 @@ use tutti_backend::Resources;
 /// (first order in the density error) and the noise of finite differences stay far below
 /// the tolerances.
 fn tight(devices: usize) -> ScfOptions {
-    let mut scf = ScfOptions::default().with_resources(Resources::cpu(devices));
+    let mut scf = ScfOptions::default()
+        .with_resources(Resources::cpu(devices))
+        .with_gradient_tolerance(None);
     scf.energy_tolerance = 1e-12;
     scf.density_tolerance = 1e-10;
     scf

@@ -40,8 +40,8 @@ pub struct TuttiRhfOptions {
     /// Converged when the energy changes by less than this between two iterations, hartree
     /// (default 1e-10) ...
     pub energy_tolerance: f64,
-    /// ... and no density-matrix element by more than this (default 1e-8; not used when
-    /// `gradient_tolerance` is set).
+    /// ... and, when `gradient_tolerance` is 0, no density-matrix element by more than this
+    /// (default 1e-8).
     pub density_tolerance: f64,
     /// NULL (the default), or where `tutti_rhf_energy` and `tutti_rhf_energy_bohr` write the
     /// converged orbitals and density (`TuttiRhfMatrices`, arrays allocated by tutti, released
@@ -51,14 +51,14 @@ pub struct TuttiRhfOptions {
     /// Where progress is reported (default: nowhere; see `TuttiProgressCallback`). Each SCF
     /// iteration (stage "iteration", `total` the iteration limit), with the energy.
     pub progress: TuttiProgressCallback,
-    /// 0 (the default): converge on the density change (`density_tolerance`). Positive:
-    /// converge instead when the energy changes by less than `energy_tolerance` and the
-    /// orbital gradient `|X^T (F P S - S P F) X|_F / sqrt(2)` (the norm PySCF's
-    /// `conv_tol_grad` bounds; PySCF's default at `conv_tol` 1e-10 is 1e-5) is below this.
+    /// Positive (default 1e-5, PySCF's `conv_tol_grad` at `conv_tol` 1e-10): converged when
+    /// the energy changes by less than `energy_tolerance` and the orbital gradient
+    /// `|X^T (F P S - S P F) X|_F / sqrt(2)` (the norm `conv_tol_grad` bounds) is below this.
     /// The energy is then that of the density criterion to about the square of this, the
-    /// orbitals and density only to about this. Negative, NaN or infinite:
-    /// `TUTTI_ERROR_INVALID_ARGUMENT`. `tutti_rhf_gradient` refuses a non-zero value: the
-    /// basis-set gradient needs the density criterion.
+    /// orbitals and density only to about this. 0: converge on the density change instead
+    /// (`density_tolerance`). Negative, NaN or infinite: `TUTTI_ERROR_INVALID_ARGUMENT`.
+    /// `tutti_rhf_gradient` refuses a non-zero value (its defaults hold 0): the basis-set
+    /// gradient needs the density criterion.
     pub gradient_tolerance: f64,
 }
 
@@ -149,8 +149,8 @@ impl Default for TuttiRhfOptions {
 }
 
 /// Writes the default RHF options to `*options`: the default resources, neutral,
-/// spherical, 128 iterations, tolerances 1e-10 Eh and 1e-8, `gradient_tolerance` 0 (the
-/// density criterion).
+/// spherical, 128 iterations, tolerances 1e-10 Eh and 1e-8, `gradient_tolerance` 1e-5
+/// (PySCF's criterion; 0 selects the density criterion).
 ///
 /// # Safety
 /// `options` is NULL or valid for writing a `TuttiRhfOptions`.
@@ -954,15 +954,17 @@ END
         assert!(json.contains("\"devices\":2"), "{json}");
     }
 
-    /// With `gradient_tolerance` (PySCF's criterion at its default, 1e-5) water/6-31g
-    /// converges in no more iterations than by the density change, to the same energy within
-    /// 1e-9 Eh, with the reported orbital gradient below the tolerance.
+    /// With `gradient_tolerance` (PySCF's criterion at its default, 1e-5, ours too)
+    /// water/6-31g converges in no more iterations than by the density change (0), to the
+    /// same energy within 1e-9 Eh, with the reported orbital gradient below the tolerance.
     #[test]
     fn the_orbital_gradient_criterion_converges_as_soon_to_the_same_energy() {
+        let mut by_density_options = options(1);
+        by_density_options.gradient_tolerance = 0.0;
         let (by_density, json) =
-            xyz_energy(WATER_XYZ, c"6-31g", &options(1)).expect("density criterion");
-        let mut by_gradient_options = options(1);
-        by_gradient_options.gradient_tolerance = 1e-5;
+            xyz_energy(WATER_XYZ, c"6-31g", &by_density_options).expect("density criterion");
+        let by_gradient_options = options(1);
+        assert_eq!(by_gradient_options.gradient_tolerance, 1e-5);
         let (by_gradient, _) =
             xyz_energy(WATER_XYZ, c"6-31g", &by_gradient_options).expect("gradient criterion");
         assert!(
@@ -1099,6 +1101,7 @@ END
             c"sto-3g",
             &TuttiRhfOptions {
                 max_iterations: 2,
+                gradient_tolerance: 0.0,
                 ..defaults
             },
             TuttiStatus::TUTTI_ERROR_NOT_CONVERGED.code(),
@@ -1113,7 +1116,6 @@ END
             c"sto-3g",
             &TuttiRhfOptions {
                 max_iterations: 2,
-                gradient_tolerance: 1e-5,
                 ..defaults
             },
             TuttiStatus::TUTTI_ERROR_NOT_CONVERGED.code(),
@@ -1248,8 +1250,8 @@ END
         assert_eq!(options.max_iterations as usize, scf.max_iterations);
         assert_eq!(options.energy_tolerance, scf.energy_tolerance);
         assert_eq!(options.density_tolerance, scf.density_tolerance);
-        assert_eq!(scf.gradient_tolerance, None);
-        assert_eq!(options.gradient_tolerance, 0.0);
+        assert_eq!(scf.gradient_tolerance, Some(1e-5));
+        assert_eq!(options.gradient_tolerance, 1e-5);
         assert_eq!(options.progress, TuttiProgressCallback::default());
         assert!(options.matrices_out.is_null());
     }

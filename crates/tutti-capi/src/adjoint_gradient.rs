@@ -47,6 +47,7 @@ impl Default for TuttiGradientOptions {
     fn default() -> Self {
         let rhf = TuttiRhfOptions {
             density_tolerance: GradientOptions::DENSITY_TOLERANCE,
+            gradient_tolerance: 0.0,
             ..TuttiRhfOptions::default()
         };
         Self { rhf, serial: 0 }
@@ -818,6 +819,7 @@ END
         assert_eq!(unsafe { tutti_gradient_options_default(&mut options) }, 0);
         let rhf = TuttiRhfOptions {
             density_tolerance: GradientOptions::DENSITY_TOLERANCE,
+            gradient_tolerance: 0.0,
             ..TuttiRhfOptions::default()
         };
         assert_eq!(options.rhf, rhf);

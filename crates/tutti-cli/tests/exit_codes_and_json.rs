@@ -397,17 +397,19 @@ fn fit_and_campaign_json_hold_the_results() {
 #[test]
 fn a_closed_standard_output_is_not_reported_as_a_bug() {
     // `tutti ... | head`: the reader is gone before tutti prints. The read end is closed
-    // before the child has even parsed its arguments, so its first print meets a broken
-    // pipe: it must exit as a program killed by SIGPIPE reports itself to a shell (141),
-    // without the "internal error" of a panic (101).
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tutti"))
+    // before the child starts (closing it after the spawn raced the child's print under
+    // load: the output fitted in the pipe and tutti exited 0), so its first print meets a
+    // broken pipe: it must exit as a program killed by SIGPIPE reports itself to a shell
+    // (141), without the "internal error" of a panic (101).
+    let (reader, writer) = std::io::pipe().expect("a pipe");
+    drop(reader);
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_tutti"))
         .args(["devices", "--json"])
         .env("TUTTI_LOG", "warn")
-        .stdout(std::process::Stdio::piped())
+        .stdout(writer)
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("tutti starts");
-    drop(child.stdout.take());
     let out = child.wait_with_output().expect("tutti ends");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(141), "stderr: {stderr}");

@@ -72,6 +72,8 @@ impl Default for GradientOptions {
         Self {
             scf: ScfOptions {
                 density_tolerance: Self::DENSITY_TOLERANCE,
+                // The gradient is first order in the density's error: the density criterion.
+                gradient_tolerance: None,
                 ..ScfOptions::default()
             },
             serial: false,
@@ -189,7 +191,8 @@ fn validate_gradient(options: &GradientOptions) -> Result<()> {
             "gradient_tolerance",
             format!(
                 "{tolerance:e}: the gradient's SCF converges on the density change (the \
-                 orbital-gradient criterion leaves the density too loose for it); leave it None"
+                 orbital-gradient criterion leaves the density too loose for it); set it to \
+                 None (`GradientOptions::default()` does)"
             ),
         ));
     }
