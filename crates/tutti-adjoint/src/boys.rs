@@ -9,7 +9,7 @@
 //! for m_max = 0, rising to 92.25 for m_max = 24, never above [`ASYMPTOTIC_T`]) the
 //! asymptotic form F_m = (2m-1)!! / 2^(m+1) * sqrt(pi / T^(2m+1)) is exact to below 2^-56
 //! relative for every m <= m_max (a bound on Gamma(m + 1/2, T) / Gamma(m + 1/2)), and costs
-//! no table read: the table (528 KB) outgrows the fastest caches, so its reads are what the
+//! no table read: the table (152 KB) outgrows the fastest caches, so its reads are what the
 //! function waits on. The grid values come from the slow evaluation [`boys_slow`] (a convergent
 //! series of positive terms, or a continued fraction for the upper incomplete gamma
 //! function); measured accuracy of the fast path against it: see the tests and docs/adjoint.md.

@@ -2,7 +2,7 @@
 //! SCF) over unique shell quartets with 8-fold permutational symmetry and Schwarz screening.
 //!
 //! J_ij = sum_kl (ij|kl) P_kl and K_ij = sum_kl (ik|jl) P_kl for a symmetric P. Paths:
-//! - [`FockBuilder::serial`]: the reference, one loop over canonical quartets in order;
+//! - [`FockBuilder::serial`]: the reference, one loop over the units' quartets in order;
 //! - [`FockBuilder::partial`]: one rank's share of a build split among `ranks`: the bra units
 //!   sorted by estimated cost (largest first) are dealt to the least loaded rank by that
 //!   cost, and a rank's share round-robin into `4 * threads` task lists of the current
