@@ -162,22 +162,13 @@ pub(crate) fn pair_units(engine: &EriEngine, share: bool) -> Vec<PairUnit> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{AngularKind, Basis, BasisSet, Molecule};
-
-    fn engine_of(xyz: &str, basis: &str) -> EriEngine {
-        let molecule = Molecule::from_xyz(xyz).expect("xyz");
-        let basis_set = BasisSet::load(basis).expect("basis set");
-        EriEngine::new(&Basis::new(&molecule, &basis_set, AngularKind::Spherical).expect("basis"))
-    }
-
-    const WATER: &str =
-        "3\nwater, angstrom\nO 0.0 0.0 0.1173\nH 0.0 0.7572 -0.4692\nH 0.0 -0.7572 -0.4692\n";
+    use crate::integrals::eri::tests::water_in;
 
     /// Oxygen's cc-pVTZ s block has two columns over all ten primitives (and two
     /// one-primitive columns); everything else in water is a column of its own.
     #[test]
     fn water_in_cc_pvtz_has_one_group_of_two_columns() {
-        let engine = engine_of(WATER, "cc-pvtz");
+        let engine = water_in("cc-pvtz");
         let groups = general_contractions(&engine);
         let shared: Vec<&Vec<usize>> = groups.iter().filter(|g| g.len() > 1).collect();
         assert_eq!(shared, vec![&vec![0, 2]]);
@@ -191,7 +182,7 @@ mod tests {
     /// columns share them, and so do its three p, its two d, and hydrogen's three s and two p.
     #[test]
     fn water_in_cc_pvtz_shares_exponents_by_block() {
-        let engine = engine_of(WATER, "cc-pvtz");
+        let engine = water_in("cc-pvtz");
         let sizes: Vec<usize> = shared_exponents(&engine).iter().map(Vec::len).collect();
         // O: s, p, d, f; then each H: s, p, d.
         assert_eq!(sizes, vec![4, 3, 2, 1, 3, 2, 1, 3, 2, 1]);
@@ -200,7 +191,7 @@ mod tests {
     /// A segmented basis has no shared columns.
     #[test]
     fn def2_tzvp_has_none() {
-        let engine = engine_of(WATER, "def2-tzvp");
+        let engine = water_in("def2-tzvp");
         assert!(general_contractions(&engine).iter().all(|g| g.len() == 1));
         assert!(shared_exponents(&engine).iter().all(|g| g.len() == 1));
     }

@@ -778,7 +778,9 @@ impl EriEngine {
             transform_one(ws);
             blocks_out.extend_from_slice(&ws.out);
         }
-        ws.out = blocks_out;
+        // Both buffers stay in the workspace for the next call.
+        std::mem::swap(&mut ws.out, &mut blocks_out);
+        ws.blocks = blocks_out;
         &ws.out
     }
 
@@ -1045,29 +1047,19 @@ fn transform_axis(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::{AngularKind, BasisSet, Molecule};
 
-    /// The engine of water in def2-TZVP: s, p, d and f shells, contracted and not.
-    fn water_in_def2_tzvp() -> EriEngine {
+    /// The engine of water in `basis` (a shipped name). def2-TZVP has s, p, d and f shells,
+    /// contracted and not; in cc-pVTZ oxygen's s shells 0 and 2 are columns over the same ten
+    /// primitives.
+    pub(crate) fn water_in(basis: &str) -> EriEngine {
         let molecule = Molecule::from_xyz(
             "3\nwater, angstrom\nO 0.0 0.0 0.1173\nH 0.0 0.7572 -0.4692\nH 0.0 -0.7572 -0.4692\n",
         )
         .expect("xyz");
-        let basis_set = BasisSet::load("def2-tzvp").expect("basis set");
-        let basis = Basis::new(&molecule, &basis_set, AngularKind::Spherical).expect("basis");
-        EriEngine::new(&basis)
-    }
-
-    /// The engine of water in cc-pVTZ: oxygen's s shells 0 and 2 are columns over the same
-    /// ten primitives.
-    fn water_in_cc_pvtz() -> EriEngine {
-        let molecule = Molecule::from_xyz(
-            "3\nwater, angstrom\nO 0.0 0.0 0.1173\nH 0.0 0.7572 -0.4692\nH 0.0 -0.7572 -0.4692\n",
-        )
-        .expect("xyz");
-        let basis_set = BasisSet::load("cc-pvtz").expect("basis set");
+        let basis_set = BasisSet::load(basis).expect("basis set");
         let basis = Basis::new(&molecule, &basis_set, AngularKind::Spherical).expect("basis");
         EriEngine::new(&basis)
     }
@@ -1078,7 +1070,7 @@ mod tests {
     /// against the column pairs themselves, in both orientations of the kernel.
     #[test]
     fn column_pairs_give_their_members_blocks() {
-        let engine = water_in_cc_pvtz();
+        let engine = water_in("cc-pvtz");
         let columns = [0, 2];
         let mut column_pairs = vec![engine.column_pair(&columns, &columns)];
         for shell in 0..engine.shell_count() {
@@ -1130,7 +1122,7 @@ mod tests {
     /// same bits: they add the same terms to each integral in the same order.
     #[test]
     fn both_loop_orders_of_the_bra_side_have_the_same_bits() {
-        let engine = water_in_def2_tzvp();
+        let engine = water_in("def2-tzvp");
         let pairs = engine.pairs();
         let mut workspace = EriWorkspace::new();
         let mut by_dot = 0;
@@ -1166,7 +1158,7 @@ mod tests {
     /// choice (and both of its outcomes) is met.
     #[test]
     fn both_orientations_of_the_kernel_agree() {
-        let engine = water_in_def2_tzvp();
+        let engine = water_in("def2-tzvp");
         let pairs = engine.pairs();
         let mut workspace = EriWorkspace::new();
         let (mut swapped, mut kept, mut worst) = (0, 0, 0f64);
