@@ -1,7 +1,7 @@
 //! The basis-parameter gradient of the RHF energy: where its time goes and how it scales.
 //!
-//! For h2o/def2-tzvp and ch4/def2-svp (and c2h6/def2-svp with `--large`): the serial reference
-//! gradient's time breakdown (overlap, core Hamiltonian, two-electron, Fock/reduction); the
+//! For h2o/def2-tzvp and ch4/def2-svp (and h2o/cc-pvtz and c2h6/def2-svp with `--large`): the
+//! serial reference gradient's time breakdown (overlap, core Hamiltonian, two-electron, Fock/reduction); the
 //! gradient's measured serial part (pair set-up, densities, sums) with its Amdahl ceiling;
 //! the gradient on n simulated devices at each count n (`Resources::cpu(n)`: the host's cores
 //! split among n ranks, the work split among them) with its speedup over one device (which
@@ -10,7 +10,9 @@
 //! and the ratio of the gradient's time (after its SCF) and of the whole run (its SCF, with
 //! the gradient's tighter density tolerance, plus the gradient) to one SCF energy with the
 //! default settings on the same devices (the baseline in the same run). The split result is
-//! checked against the serial one at every count.
+//! checked against the serial one at every count. Memory: the plans' large objects on each
+//! device (`plan_gradient` beside `plan` for the energy) and the process's peak resident
+//! memory so far.
 //!
 //! `cargo run --release -p tutti-benches --bin adjoint_gradient [-- --devices 1 2 4]
 //! [--repeats 1] [--large]`. Results: `benches/results/adjoint_gradient.json`.
@@ -20,11 +22,12 @@ use std::error::Error;
 use serde_json::json;
 use tutti_adjoint::integrals::EriEngine;
 use tutti_adjoint::{
-    rhf, rhf_gradient, AngularKind, Basis, BasisSet, GradientOptions, Molecule, RhfGradient,
-    ScfOptions,
+    plan, plan_gradient, rhf, rhf_gradient, AngularKind, Basis, BasisSet, GradientOptions,
+    Molecule, RhfGradient, ScfOptions,
 };
 use tutti_backend::Resources;
 use tutti_benches::{best_time, write_results};
+use tutti_plan::Tier;
 
 /// One case: a molecule (bohr) and a shipped basis.
 struct Case {
@@ -53,7 +56,7 @@ fn cases(large: bool) -> Vec<Case> {
         Case {
             name: "h2o",
             basis: "def2-tzvp",
-            atoms: water,
+            atoms: water.clone(),
         },
         Case {
             name: "ch4",
@@ -62,6 +65,12 @@ fn cases(large: bool) -> Vec<Case> {
         },
     ];
     if large {
+        // General contractions: oxygen's s columns share their primitives.
+        out.push(Case {
+            name: "h2o",
+            basis: "cc-pvtz",
+            atoms: water,
+        });
         // Staggered ethane: r(CC) = 1.536 A, r(CH) = 1.094 A, angle(HCC) = 111.2 deg.
         let bohr = 1.0 / tutti_adjoint::molecule::ANGSTROM_PER_BOHR;
         let (half_cc, ch, hcc) = (0.768, 1.094, 111.2_f64.to_radians());
@@ -148,6 +157,14 @@ fn relative_difference(a: &RhfGradient, b: &RhfGradient) -> f64 {
     difference / scale.max(f64::MIN_POSITIVE)
 }
 
+/// The process's peak resident memory so far (`VmHWM`), bytes; `None` off Linux.
+fn peak_resident_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
+}
+
 /// The gradient's own time (everything after the SCF), seconds.
 fn gradient_seconds(gradient: &RhfGradient) -> f64 {
     gradient.timings.total - gradient.timings.scf
@@ -217,6 +234,12 @@ fn main() -> Result<(), Box<dyn Error>> {
             };
             let scf_seconds = scf_time.as_secs_f64();
             let difference = relative_difference(&threaded, &serial);
+            // Memory: the plans' large objects on each device, the gradient's beside the
+            // energy's, and the process's measured peak so far (every earlier run included).
+            let mib = |bytes: u64| bytes as f64 / (1024.0 * 1024.0);
+            let gradient_plan = plan_gradient(&molecule, &basis, &options)?.used(Tier::Device);
+            let energy_plan = plan(&molecule, &basis, &scf_options)?.used(Tier::Device);
+            let peak = peak_resident_bytes();
             let tt = &threaded.timings;
             println!(
                 "  {count} device(s): gradient {seconds:.3} s (overlap {:.4}, core {:.4}, two-electron {:.3}, Fock {:.4}), speedup {speedup:.2}x vs 1 device, {:.2}x vs serial{}; one SCF energy {scf_seconds:.3} s ({} iterations): gradient / SCF = {:.2}, whole run (its tighter SCF + gradient) / SCF = {:.2}; |threaded - serial| {difference:.1e} rel",
@@ -236,6 +259,12 @@ fn main() -> Result<(), Box<dyn Error>> {
                 seconds / scf_seconds,
                 threaded.timings.total / scf_seconds,
             );
+            println!(
+                "    memory: planned {:.2} MiB on each device for the gradient, {:.2} MiB for the energy; the process's peak resident so far {}",
+                mib(gradient_plan),
+                mib(energy_plan),
+                peak.map_or("?".to_string(), |bytes| format!("{:.1} MiB", mib(bytes)))
+            );
             rows.push(json!({
                 "devices": count,
                 "gradient_seconds": seconds,
@@ -250,6 +279,9 @@ fn main() -> Result<(), Box<dyn Error>> {
                 "whole_run_seconds": threaded.timings.total,
                 "whole_run_over_scf": threaded.timings.total / scf_seconds,
                 "relative_difference_vs_serial": difference,
+                "planned_device_bytes_gradient": gradient_plan,
+                "planned_device_bytes_energy": energy_plan,
+                "peak_resident_bytes_so_far": peak,
             }));
         }
         results.push(json!({
