@@ -354,8 +354,14 @@ fn primitive_terms(
     };
     // The two-electron tasks share the exponent derivatives of a contraction's columns and
     // compute the kets over general contractions' columns together.
-    let families = shared_exponents(shared.engine);
-    let kets = pair_units(shared.engine, true);
+    // The serial reference needs neither.
+    let (families, kets) = match share {
+        None => (Vec::new(), Vec::new()),
+        Some(_) => (
+            shared_exponents(shared.engine),
+            pair_units(shared.engine, true),
+        ),
+    };
     let share_of = |(order, costs): (Vec<(usize, usize)>, Vec<f64>), (rank, ranks)| {
         crate::split::rank_share(&costs, rank, ranks)
             .into_iter()
