@@ -4,6 +4,7 @@
 //! `cargo run --release -p tutti-adjoint --example eri_profile -- FILE.xyz BASIS`.
 
 use std::collections::BTreeMap;
+use std::io::Write;
 use std::time::Instant;
 
 use tutti_adjoint::integrals::{EriEngine, EriWorkspace};
@@ -54,11 +55,29 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     let total = start.elapsed().as_secs_f64();
-    println!(
+    // A reader that stops early (`| head`) ends the report quietly, not with a panic.
+    match report(&basis, &engine, total, checksum, bits, classes) {
+        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        result => Ok(result?),
+    }
+}
+
+/// Prints the totals and the 20 dearest classes.
+fn report(
+    basis: &Basis,
+    engine: &EriEngine,
+    total: f64,
+    checksum: f64,
+    bits: u64,
+    classes: BTreeMap<[usize; 4], (usize, f64)>,
+) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
         "nao {} shells {} total {total:.4} s checksum {checksum:.12e} bits {bits:016x}",
         basis.nao(),
         engine.shell_count()
-    );
+    )?;
     let letters = ['s', 'p', 'd', 'f', 'g'];
     let mut rows: Vec<_> = classes.into_iter().collect();
     rows.sort_by(|a, b| b.1 .1.total_cmp(&a.1 .1));
@@ -67,14 +86,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .iter()
             .map(|&l| letters.get(l).copied().unwrap_or('?'))
             .collect();
-        println!(
+        writeln!(
+            out,
             "({}{}|{}{}) {count:>8} quartets {seconds:.4} s {:.1}%",
             &name[0..1],
             &name[1..2],
             &name[2..3],
             &name[3..4],
             100.0 * seconds / total
-        );
+        )?;
     }
     Ok(())
 }

@@ -204,7 +204,7 @@ fn atomic_scf_bytes(basis: &Basis) -> u64 {
 
 /// Bytes of the ERI engine's canonical shell-pair tables: per pair the Hermite pattern and
 /// row starts, per primitive pair the expansion values twice (plain and signed), its
-/// exponent, centre and bound (an upper bound: pairs with a zero weight are dropped).
+/// exponent, centre and bound, and the batched kernel's ket lanes.
 pub(crate) fn pair_data_bytes(basis: &Basis) -> u64 {
     shell_pair_bytes(basis.shells())
 }
@@ -215,7 +215,7 @@ fn shell_pair_bytes(shells: &[crate::basis::Shell]) -> u64 {
     let mut total = 0u64;
     for (a, shell_a) in shells.iter().enumerate() {
         let monomials_a = components(shell_a.l);
-        for shell_b in &shells[..=a] {
+        for (b, shell_b) in shells[..=a].iter().enumerate() {
             let monomials_b = components(shell_b.l);
             let pattern: u64 = monomials_a
                 .iter()
@@ -226,11 +226,25 @@ fn shell_pair_bytes(shells: &[crate::basis::Shell]) -> u64 {
                 })
                 .sum();
             let rows = (monomials_a.len() * monomials_b.len() + 1) as u64;
-            let primitive_pairs = (shell_a.exponents.len() * shell_b.exponents.len()) as u64;
+            // The engine drops primitives with a zero weight, and keeps one of (i, j) and
+            // (j, i) of a shell with itself.
+            let kept = |shell: &crate::basis::Shell| {
+                shell.contraction.iter().filter(|d| **d != 0.0).count()
+            };
+            let (na, nb) = (kept(shell_a), kept(shell_b));
+            let primitive_pairs = if a == b { na * (na + 1) / 2 } else { na * nb };
             // exponent, centre, bound, and two vector headers.
             let primitive_fixed = 5 * F64 + 6 * usize_bytes;
+            // The ket lanes: chunks of a power of two lanes up to 8, each lane its values,
+            // exponent and centre, each chunk a bound; six vector headers.
+            let width = primitive_pairs.clamp(1, 8).next_power_of_two();
+            let chunks = primitive_pairs.div_ceil(width) as u64;
+            let lane_bytes = chunks * width as u64 * (pattern + 4) * F64 + chunks * F64;
+            let primitive_pairs = primitive_pairs as u64;
             total += (pattern + rows) * usize_bytes
-                + primitive_pairs * (2 * pattern * F64 + primitive_fixed);
+                + primitive_pairs * (2 * pattern * F64 + primitive_fixed)
+                + lane_bytes
+                + 18 * usize_bytes;
         }
     }
     total
@@ -257,7 +271,7 @@ mod tests {
         let estimate = pair_data_bytes(&basis);
         let actual = EriEngine::new(&basis).pair_data_bytes();
         assert!(estimate >= actual, "{estimate} < {actual}");
-        // Only the dropped zero-weight pairs and vector headers differ.
+        // Only vector headers differ.
         assert!(estimate <= actual * 2, "{estimate} vs {actual}");
     }
 }

@@ -156,9 +156,65 @@ pub fn coulomb_from_boys(
     }
 }
 
+/// [`coulomb_from_boys`] for `W` primitive quartets at once, one per lane, each scaled by a
+/// factor of its own: `levels[n][l]` = s_l (-2 alpha_l)^n F_n(T_l) for n <= `order` (the
+/// caller's Boys values times its scale s_l, e.g. the quartet's prefactor), `pc[axis][l]`
+/// the lane's P - C. Writes s_l R_{tuv} of every lane into the cube `out` (entry
+/// `(t * d + u) * d + v`, d = order + 1, one array of lanes per entry), using `scratch` as
+/// the other level. The recursion is linear in the levels, so the scale carries through.
+/// The steps are the schedule's ([`schedule`]), each over a whole array of lanes: the
+/// per-step work of indices and bounds is shared by the `W` quartets.
+///
+/// Returns `false`, writing nothing, above the scheduled orders (the caller then takes the
+/// quartets one at a time).
+pub(crate) fn coulomb_lanes<const W: usize>(
+    order: usize,
+    pc: &[[f64; W]; 3],
+    levels: &[[f64; W]],
+    out: &mut [[f64; W]],
+    scratch: &mut [[f64; W]],
+) -> bool {
+    if order == 0 {
+        out[0] = levels[0];
+        return true;
+    }
+    let Some(schedule) = schedule(order) else {
+        return false;
+    };
+    let d = order + 1;
+    let cube = d * d * d;
+    let mut buffers: [&mut [[f64; W]]; 2] = [&mut out[..cube], &mut scratch[..cube]];
+    // Level n in buffer n % 2, from n = order down to 0 (which ends in `out`).
+    for n in (0..=order).rev() {
+        let [even, odd] = &mut buffers;
+        let (current, previous): (&mut [[f64; W]], &[[f64; W]]) = if n % 2 == 0 {
+            (&mut **even, &**odd)
+        } else {
+            (&mut **odd, &**even)
+        };
+        current[0] = levels[n];
+        let top = order - n;
+        for step in &schedule.single[..schedule.single_ends[top]] {
+            let (x, source) = (&pc[step.axis], &previous[step.first]);
+            current[step.target] = std::array::from_fn(|l| x[l] * source[l]);
+        }
+        for step in &schedule.double[..schedule.double_ends[top]] {
+            let (x, first, second) = (
+                &pc[step.axis],
+                &previous[step.first],
+                &previous[step.second],
+            );
+            let coefficient = step.coefficient;
+            current[step.target] =
+                std::array::from_fn(|l| x[l] * first[l] + coefficient * second[l]);
+        }
+    }
+    true
+}
+
 /// The highest order whose recursion is scheduled ([`schedule`]); higher orders run
 /// [`recursion_by_loops`].
-const SCHEDULED_ORDER: usize = 24;
+pub(crate) const SCHEDULED_ORDER: usize = 24;
 
 /// One entry of the recursion R^n_{tuv} = X_a R^{n+1}_{..k-1..} + (k - 1) R^{n+1}_{..k-2..},
 /// along the first axis `a` with a non-zero index k: cube offsets of the entry and of its
@@ -384,6 +440,70 @@ mod tests {
                     assert!(
                         (a - b).abs() <= 1e-14 * b.abs().max(1e-300),
                         "order {order} {t}{u}{v}: {a} vs {b}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// Each lane of the batched recursion is its quartet's [`coulomb`] times the lane's
+    /// scale, for every scheduled order: the same steps, with the levels' powers of
+    /// -2 alpha built upwards instead of downwards, a few ulps apart. At T = alpha |PC|^2
+    /// up to 6 the recursion amplifies those ulps to at most ~1.5e-13 of the entry or of
+    /// the order's largest entry; at large T and high order its cancellation amplifies them
+    /// far more in both (the ERI tests bound what that does to integrals: nothing above
+    /// rounding, as such R are tiny).
+    #[test]
+    fn lanes_are_their_quartets_scaled() {
+        const W: usize = 4;
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut uniform = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 11) as f64 / (1u64 << 53) as f64
+        };
+        for order in 0..=SCHEDULED_ORDER {
+            let d = order + 1;
+            let cube = d * d * d;
+            let alphas: [f64; W] = std::array::from_fn(|_| 0.01 + 2.0 * uniform());
+            let scales: [f64; W] = std::array::from_fn(|_| 0.5 + uniform());
+            let mut pc = [[0.0; W]; 3];
+            for axis in pc.iter_mut() {
+                for value in axis.iter_mut() {
+                    *value = 2.0 * uniform() - 1.0;
+                }
+            }
+            let mut levels = vec![[0.0; W]; d];
+            for lane in 0..W {
+                let point = [pc[0][lane], pc[1][lane], pc[2][lane]];
+                let t_arg = alphas[lane] * point.iter().map(|x| x * x).sum::<f64>();
+                let mut boys_values = vec![0.0; d];
+                boys(t_arg, &mut boys_values);
+                let mut power = scales[lane];
+                for (level, value) in levels.iter_mut().zip(&boys_values) {
+                    level[lane] = power * value;
+                    power *= -2.0 * alphas[lane];
+                }
+            }
+            let (mut out, mut scratch) = (vec![[0.0; W]; cube], vec![[0.0; W]; cube]);
+            assert!(coulomb_lanes(order, &pc, &levels, &mut out, &mut scratch));
+            for lane in 0..W {
+                let point = [pc[0][lane], pc[1][lane], pc[2][lane]];
+                let (mut want, mut work) = (Vec::new(), Vec::new());
+                coulomb(order, alphas[lane], point, &mut want, &mut work);
+                let largest = hermite_indices(order)
+                    .iter()
+                    .map(|[t, u, v]| want[(t * d + u) * d + v].abs())
+                    .fold(0.0, f64::max);
+                for [t, u, v] in hermite_indices(order) {
+                    let at = (t * d + u) * d + v;
+                    let expected = scales[lane] * want[at];
+                    let error = (out[at][lane] - expected).abs();
+                    assert!(
+                        error <= 1e-12 * (expected.abs() + scales[lane] * largest),
+                        "order {order} lane {lane} {t}{u}{v}: {} vs {expected}",
+                        out[at][lane]
                     );
                 }
             }
