@@ -57,10 +57,6 @@ const LOOP_OVERHEAD: usize = 4;
 /// The most primitive pairs of a ket the batched kernel takes at once: its lanes.
 const LANES: usize = 8;
 
-/// The cost of one lane's Boys values and prefactor, in multiply-adds, for the kernel's
-/// cost model.
-const BOYS_COST: usize = 40;
-
 /// Which kernel computes a block: one primitive quartet at a time (the reference), or the
 /// ket's primitive pairs in lanes of up to [`LANES`] at once (the default).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -146,6 +142,10 @@ impl KetLanes {
     }
 }
 
+/// The cost of one step of the reference kernel's recursion, one quartet at a time, in
+/// multiply-adds (the batched kernel's steps cost one per lane).
+const SCALAR_STEP: usize = 8;
+
 /// A shell pair (for the basis's own pairs, canonical: a >= b) and its primitive pairs.
 #[derive(Clone, Debug)]
 pub struct ShellPair {
@@ -215,11 +215,12 @@ impl ShellPair {
     /// (`n_bra` Hermite indices) and `ket` as the ket (`n_ket`), by `kernel`:
     /// - the reference: per primitive quartet, R gathered into rows and the ket's expansion
     ///   applied to them;
-    /// - batched: per chunk of the ket's lanes, each lane's Boys values and recursion, and
-    ///   the ket's expansion applied to every bra index, once per ket member;
+    /// - batched: per chunk of the ket's lanes, each lane's recursion, and the ket's
+    ///   expansion applied to every bra index, once per ket member;
     ///
     /// then, per bra primitive, the bra's expansion, once per ket member. Every inner loop
-    /// also costs [`LOOP_OVERHEAD`]. A column pair's members ([`EriEngine::column_pair`]) add
+    /// also costs [`LOOP_OVERHEAD`]. The Boys values, one per primitive quartet either way
+    /// (padding lanes have none), are left out. A column pair's members ([`EriEngine::column_pair`]) add
     /// their weighted copies: of the ket contraction, of the bra's per bra primitive.
     fn kernel_cost(&self, n_bra: usize, ket: &ShellPair, n_ket: usize, kernel: Kernel) -> usize {
         let cartesians = |pair: &ShellPair| pair.row_starts.len().saturating_sub(1);
@@ -232,16 +233,17 @@ impl ShellPair {
                 ket_members * columns.members.len() * cartesians(self) * cartesians(ket);
         }
         let bra_primitives = self.primitives.len();
+        let order = self.order + ket.order;
+        // The recursion's steps: the Hermite indices of every order up to the quartet's.
+        let steps = (order + 1) * (order + 2) * (order + 3) * (order + 4) / 24;
         if kernel == Kernel::Batched {
-            let order = self.order + ket.order;
-            // The recursion's steps: the Hermite indices of every order up to the quartet's.
-            let steps = (order + 1) * (order + 2) * (order + 3) * (order + 4) / 24;
             let width = ket.lanes.width;
-            let per_chunk = width * (BOYS_COST + steps + ket_members * ket.pattern.len() * n_bra)
+            let per_chunk = width * (steps + ket_members * ket.pattern.len() * n_bra)
                 + ket_members * cartesians(ket) * n_bra * (width + LOOP_OVERHEAD);
             return bra_primitives * (ket.lanes.bounds.len() * per_chunk + per_bra_primitive);
         }
-        let mut per_quartet = n_ket * n_bra + ket.pattern.len() * (n_bra + LOOP_OVERHEAD);
+        let mut per_quartet =
+            SCALAR_STEP * steps + n_ket * n_bra + ket.pattern.len() * (n_bra + LOOP_OVERHEAD);
         if ket.columns.is_some() {
             per_quartet += ket_members * cartesians(ket) * n_bra;
         }
