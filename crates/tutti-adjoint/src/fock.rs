@@ -345,25 +345,53 @@ impl<'e> FockBuilder<'e> {
         let (na, nb, nc, nd) = (counts[a], counts[b], counts[c], counts[d]);
         let (oa, ob, oc, od) = (offsets[a], offsets[b], offsets[c], offsets[d]);
         let (j, k) = accumulator.values.split_at_mut(nao * nao);
-        let mut index = 0;
+        // Row slices of length nd from column od: no index checks in the inner loop.
+        let row = |r: usize| r * nao + od..r * nao + od + nd;
+        let mut blocks = block.chunks_exact(nd);
         for i in oa..oa + na {
             for jj in ob..ob + nb {
                 let p_ij = density[i * nao + jj];
                 let mut j_ij = 0.0;
                 for kk in oc..oc + nc {
+                    let Some(values) = blocks.next() else {
+                        return;
+                    };
                     let p_ik = density[i * nao + kk];
                     let p_jk = density[jj * nao + kk];
+                    let (d_kl, d_jl, d_il) = (
+                        &density[row(kk)][..nd],
+                        &density[row(jj)][..nd],
+                        &density[row(i)][..nd],
+                    );
+                    let (values, j_kl) = (&values[..nd], &mut j[row(kk)][..nd]);
                     let mut k_ik = 0.0;
                     let mut k_jk = 0.0;
-                    for l in od..od + nd {
-                        let value = degeneracy * block[index];
-                        index += 1;
-                        j_ij += density[kk * nao + l] * value;
-                        j[kk * nao + l] += p_ij * value;
-                        k_ik += density[jj * nao + l] * value;
-                        k[jj * nao + l] += p_ik * value;
-                        k[i * nao + l] += p_jk * value;
-                        k_jk += density[i * nao + l] * value;
+                    if i == jj {
+                        // K's rows jj and i are one: both terms, in the order below.
+                        let k_il = &mut k[row(i)][..nd];
+                        for l in 0..nd {
+                            let raw = values[l];
+                            let value = degeneracy * raw;
+                            j_ij += d_kl[l] * value;
+                            j_kl[l] += p_ij * value;
+                            k_ik += d_jl[l] * value;
+                            k_il[l] += p_ik * value;
+                            k_il[l] += p_jk * value;
+                            k_jk += d_il[l] * value;
+                        }
+                    } else {
+                        let (k_jl, k_il) = two_rows(k, row(jj), row(i));
+                        let (k_jl, k_il) = (&mut k_jl[..nd], &mut k_il[..nd]);
+                        for l in 0..nd {
+                            let raw = values[l];
+                            let value = degeneracy * raw;
+                            j_ij += d_kl[l] * value;
+                            j_kl[l] += p_ij * value;
+                            k_ik += d_jl[l] * value;
+                            k_jl[l] += p_ik * value;
+                            k_il[l] += p_jk * value;
+                            k_jk += d_il[l] * value;
+                        }
                     }
                     k[i * nao + kk] += k_ik;
                     k[jj * nao + kk] += k_jk;
@@ -371,6 +399,22 @@ impl<'e> FockBuilder<'e> {
                 j[i * nao + jj] += j_ij;
             }
         }
+    }
+}
+
+/// Two disjoint ranges of `matrix` as mutable slices, in the order asked.
+fn two_rows(
+    matrix: &mut [f64],
+    first: std::ops::Range<usize>,
+    second: std::ops::Range<usize>,
+) -> (&mut [f64], &mut [f64]) {
+    if first.start < second.start {
+        let (low, high) = matrix.split_at_mut(second.start);
+        (&mut low[first], &mut high[..second.end - second.start])
+    } else {
+        let (low, high) = matrix.split_at_mut(first.start);
+        let second_slice = &mut low[second];
+        (&mut high[..first.end - first.start], second_slice)
     }
 }
 
