@@ -808,8 +808,8 @@ impl EriEngine {
         }
         // A ket of few Cartesian products (ss, sp, ps, sd, ds pairs) makes the bra's rows of W short:
         // the bra side then sums each Cartesian integral as one sparse dot product over W's
-        // columns, into `cart` transposed, instead of adding short rows. The same terms are
-        // added to each integral in the same order either way, so the bits are the same.
+        // columns instead of adding short rows. The same terms are added to each integral in
+        // the same order either way, so the bits are the same.
         let by_dot = ncart_ket <= dot_product_ket && bra_pair.columns.is_none();
         let boys_len = order + 1;
         let mut boys_values = 0..0;
@@ -840,7 +840,7 @@ impl EriEngine {
             for (ket_member, w_by_ket) in ws.w_by_ket.chunks_exact(w_size).enumerate() {
                 if by_dot {
                     let cart = &mut ws.cart[ket_member * cart_size..][..cart_size];
-                    add_bra_dots(cart, w_by_ket, bra, n_bra, ncart_bra);
+                    add_bra_dots(cart, w_by_ket, bra, n_bra);
                     continue;
                 }
                 // W[h][c], as the bra side reads it.
@@ -866,23 +866,6 @@ impl EriEngine {
                     );
                 }
             }
-        }
-        if by_dot && ncart_ket > 1 {
-            // cart^T[c][row] -> cart[row][c], block by block.
-            ws.half.clear();
-            ws.half.resize(ws.cart.len(), 0.0);
-            for (block, target) in ws
-                .cart
-                .chunks_exact(cart_size)
-                .zip(ws.half.chunks_exact_mut(cart_size))
-            {
-                for (c, column) in block.chunks_exact(ncart_bra).enumerate() {
-                    for (row, value) in column.iter().enumerate() {
-                        target[row * ncart_ket + c] = *value;
-                    }
-                }
-            }
-            std::mem::swap(&mut ws.cart, &mut ws.half);
         }
         self.transform_blocks(set_index, bra_members * ket_members, ws)
     }
@@ -1144,35 +1127,51 @@ fn batched_ket_side<const W: usize>(
     }
     let w_size = ws.w_by_ket.len() / ket_pair.member_count();
     let p = bra_prim.exponent;
-    let mut boys_values = [0.0; MAX_M + 1];
+    let mut boys_values = [[0.0; MAX_M + 1]; W];
     for (chunk, bound) in lanes.bounds.iter().enumerate() {
         if bra_prim.schwarz * bound < PRIMITIVE_THRESHOLD {
             continue;
         }
         let levels = &mut ws.lane_levels.as_chunks_mut::<W>().0[..=order];
+        // Every lane's P - Q, T, prefactor and -2 alpha in one loop over arrays (padding
+        // lanes too: their exponent 1 and centre 0 keep them finite), then the live lanes'
+        // Boys values, then the levels, lane-wise.
+        let range = chunk * W..(chunk + 1) * W;
+        let exponents: &[f64; W] = lanes.exponent[range.clone()]
+            .try_into()
+            .expect("whole chunks");
+        let centers: [&[f64; W]; 3] = [0, 1, 2].map(|axis| {
+            lanes.center[axis][range.clone()]
+                .try_into()
+                .expect("whole chunks")
+        });
         let mut pc = [[0.0; W]; 3];
+        let (mut t_args, mut scales, mut minus_two_alpha) = ([0.0; W], [0.0; W], [0.0; W]);
         for lane in 0..W {
-            let k = chunk * W + lane;
-            if k >= live {
-                // Padding: zero levels give zero integrals (and its table is zero too).
-                for level in levels.iter_mut() {
-                    level[lane] = 0.0;
-                }
-                continue;
-            }
-            let q = lanes.exponent[k];
-            let pq = [0, 1, 2].map(|axis| bra_prim.center[axis] - lanes.center[axis][k]);
-            let alpha = p * q / (p + q);
-            let t_arg = alpha * (pq[0] * pq[0] + pq[1] * pq[1] + pq[2] * pq[2]);
-            boys(t_arg, &mut boys_values[..=order]);
-            let minus_two_alpha = -2.0 * alpha;
-            let mut scale = two_pi_52 / (p * q * (p + q).sqrt());
-            for (level, value) in levels.iter_mut().zip(&boys_values) {
-                level[lane] = scale * value;
-                scale *= minus_two_alpha;
-            }
+            let q = exponents[lane];
             for axis in 0..3 {
-                pc[axis][lane] = pq[axis];
+                pc[axis][lane] = bra_prim.center[axis] - centers[axis][lane];
+            }
+            let alpha = p * q / (p + q);
+            let distance =
+                pc[0][lane] * pc[0][lane] + pc[1][lane] * pc[1][lane] + pc[2][lane] * pc[2][lane];
+            t_args[lane] = alpha * distance;
+            scales[lane] = two_pi_52 / (p * q * (p + q).sqrt());
+            minus_two_alpha[lane] = -2.0 * alpha;
+        }
+        let live_lanes = W.min(live - chunk * W);
+        for (lane, values) in boys_values.iter_mut().enumerate() {
+            if lane < live_lanes {
+                boys(t_args[lane], &mut values[..=order]);
+            } else {
+                // Padding: zero levels give zero integrals (and its table is zero too).
+                values[..=order].fill(0.0);
+            }
+        }
+        for (n, level) in levels.iter_mut().enumerate() {
+            for lane in 0..W {
+                level[lane] = scales[lane] * boys_values[lane][n];
+                scales[lane] *= minus_two_alpha[lane];
             }
         }
         let r = ws.lane_r.as_chunks_mut::<W>().0;
@@ -1273,17 +1272,6 @@ struct SparseRows<'a> {
     starts: &'a [usize],
     entries: &'a [usize],
     values: &'a [f64],
-}
-
-impl SparseRows<'_> {
-    /// Row `row`'s entries and values.
-    fn row(&self, row: usize) -> impl Iterator<Item = (usize, f64)> + '_ {
-        let range = self.starts[row]..self.starts[row + 1];
-        self.entries[range.clone()]
-            .iter()
-            .copied()
-            .zip(self.values[range].iter().copied())
-    }
 }
 
 // The kernel's loops, each in a function of its own: kept out of line they measured 7%
@@ -1396,7 +1384,8 @@ fn add_fixed_rows<const N: usize>(
 #[inline(never)]
 fn add_any_rows(out: &mut [f64], source: &[f64], table: SparseRows<'_>, scale: f64, width: usize) {
     for (r, out_row) in out.chunks_exact_mut(width).enumerate() {
-        // Slices, not `SparseRows::row`: measured 12% fewer instructions in this loop.
+        // Slices of the row, not an iterator over (entry, value): measured 12% fewer
+        // instructions in this loop.
         let range = table.starts[r]..table.starts[r + 1];
         for (&h, value) in table.entries[range.clone()]
             .iter()
@@ -1419,24 +1408,18 @@ fn add_scaled(out: &mut [f64], source: &[f64], scale: f64) {
     }
 }
 
-/// `cart_t[c][row] += sum_k E_k w_by_ket[c][h_k]` over bra row `row`'s entries (Hermite
-/// indices): one sparse dot product per Cartesian integral, `cart_t` transposed
-/// (`ncart_bra` per row), `w_by_ket` rows `n_bra` long.
+/// `cart[row][c] += sum_k E_k w_by_ket[c][h_k]` over bra row `row`'s entries (Hermite
+/// indices): one sparse dot product per Cartesian integral, `cart` rows `ncart_ket` long,
+/// `w_by_ket` rows `n_bra` long.
 #[inline(never)]
-fn add_bra_dots(
-    cart_t: &mut [f64],
-    w_by_ket: &[f64],
-    bra: SparseRows<'_>,
-    n_bra: usize,
-    ncart_bra: usize,
-) {
-    for (w_row, cart_column) in w_by_ket
-        .chunks_exact(n_bra)
-        .zip(cart_t.chunks_exact_mut(ncart_bra))
-    {
-        for (row, slot) in cart_column.iter_mut().enumerate() {
+fn add_bra_dots(cart: &mut [f64], w_by_ket: &[f64], bra: SparseRows<'_>, n_bra: usize) {
+    let ncart_ket = w_by_ket.len() / n_bra;
+    for (row, cart_row) in cart.chunks_exact_mut(ncart_ket).enumerate() {
+        let range = bra.starts[row]..bra.starts[row + 1];
+        let (entries, values) = (&bra.entries[range.clone()], &bra.values[range]);
+        for (slot, w_row) in cart_row.iter_mut().zip(w_by_ket.chunks_exact(n_bra)) {
             let mut sum = *slot;
-            for (h, e) in bra.row(row) {
+            for (&h, e) in entries.iter().zip(values) {
                 sum += e * w_row[h];
             }
             *slot = sum;
