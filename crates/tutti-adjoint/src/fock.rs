@@ -228,28 +228,11 @@ impl<'e> FockBuilder<'e> {
         total
     }
 
-    /// With density screening, the largest |P| element of each shell block (row-major,
-    /// shells x shells) of the flattened `density`; `None` without.
+    /// With density screening, the largest |P| element of each shell block
+    /// ([`shell_block_maxima`]); `None` without.
     fn density_bounds(&self, density: &[f64]) -> Option<Vec<f64>> {
-        if !self.density_screening {
-            return None;
-        }
-        let engine = self.engine;
-        let (nao, shells) = (engine.nao(), engine.shell_count());
-        let (offsets, counts) = (engine.offsets(), engine.function_counts());
-        let mut bounds = vec![0.0f64; shells * shells];
-        for s in 0..shells {
-            for t in 0..shells {
-                let mut largest = 0.0f64;
-                for i in offsets[s]..offsets[s] + counts[s] {
-                    for j in offsets[t]..offsets[t] + counts[t] {
-                        largest = largest.max(density[i * nao + j].abs());
-                    }
-                }
-                bounds[s * shells + t] = largest;
-            }
-        }
-        Some(bounds)
+        self.density_screening
+            .then(|| shell_block_maxima(self.engine, density))
     }
 
     /// Adds every quartet (bra | ket), ket <= bra, of one bra unit (of the members of both
@@ -416,6 +399,26 @@ fn two_rows(
         let second_slice = &mut low[second];
         (&mut high[..first.end - first.start], second_slice)
     }
+}
+
+/// The largest |P| element of each shell block of the row-major nao x nao `density`, by
+/// shells (row-major, shells x shells): what density screening bounds a quartet's terms by.
+pub(crate) fn shell_block_maxima(engine: &EriEngine, density: &[f64]) -> Vec<f64> {
+    let (nao, shells) = (engine.nao(), engine.shell_count());
+    let (offsets, counts) = (engine.offsets(), engine.function_counts());
+    let mut bounds = vec![0.0f64; shells * shells];
+    for s in 0..shells {
+        for t in 0..shells {
+            let mut largest = 0.0f64;
+            for i in offsets[s]..offsets[s] + counts[s] {
+                for j in offsets[t]..offsets[t] + counts[t] {
+                    largest = largest.max(density[i * nao + j].abs());
+                }
+            }
+            bounds[s * shells + t] = largest;
+        }
+    }
+    bounds
 }
 
 fn flatten(matrix: MatRef<'_, f64>) -> Vec<f64> {

@@ -344,6 +344,7 @@ fn primitive_terms(
     timings: &mut GradientTimings,
 ) -> PrimitiveTerms {
     let setup = Instant::now();
+    let density_bounds = crate::fock::shell_block_maxima(shared.engine, &density);
     let inputs = Inputs {
         engine: shared.engine,
         first_primitive: shared.first_primitive.to_vec(),
@@ -351,6 +352,7 @@ fn primitive_terms(
         energy_weighted,
         charges: point_charges(shared.molecule),
         threshold: shared.options.scf.schwarz_threshold,
+        density_bounds,
     };
     // The two-electron tasks share the exponent derivatives of a contraction's columns and
     // compute the kets over general contractions' columns together.

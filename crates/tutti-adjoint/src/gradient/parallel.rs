@@ -122,7 +122,8 @@ pub(super) fn two_electron(
                 .iter()
                 .map(|&s| (s, weight(s, i) / weight(first, i)))
                 .collect();
-            let values = inputs.shared_two_electron(&derivative, &targets, kets, &mut workspace);
+            let (values, _) =
+                inputs.shared_two_electron(&derivative, &targets, kets, &mut workspace);
             for (&(s, _), value) in targets.iter().zip(values) {
                 out.push((inputs.first_primitive[s] + i, value));
             }

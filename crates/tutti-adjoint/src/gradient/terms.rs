@@ -32,8 +32,11 @@ pub(super) struct Inputs<'a> {
     pub energy_weighted: Vec<f64>,
     /// Nuclei as point charges.
     pub charges: Vec<(f64, [f64; 3])>,
-    /// Quartets whose Schwarz bound Q(D b) Q(c d) is below this are skipped.
+    /// Quartets whose Schwarz bound Q(D b) Q(c d) is below this are skipped (and, in
+    /// [`Inputs::shared_two_electron`], those whose bound times the densities' is).
     pub threshold: f64,
+    /// The largest |P| of each shell block ([`crate::fock::shell_block_maxima`]).
+    pub density_bounds: Vec<f64>,
 }
 
 impl Inputs<'_> {
@@ -143,27 +146,49 @@ impl Inputs<'_> {
     /// shell s with the ratio of its own derivative set's weight to D's (its derivative
     /// functions are D's times that ratio). The kets are `kets`, whose pairs over the
     /// columns of general contractions the kernel computes together. One [raised, plain] per
-    /// target, equal to [`Inputs::two_electron`] of (s, b) to rounding.
+    /// target, equal to [`Inputs::two_electron`] of (s, b) to rounding, and the number of
+    /// member quartets skipped by the density screening.
+    ///
+    /// Density screening: a member quartet (D b|c d) whose Schwarz bound Q(D b) Q(c d) times
+    /// the largest |G| its terms read ([`Inputs::largest_density_product`], times the
+    /// target's ratio) is below the threshold for every target is skipped. Each of its
+    /// integrals times G is then below the threshold, so it would have changed a target's
+    /// [raised, plain] by less than the threshold times its element count and degeneracy.
     pub fn shared_two_electron(
         &self,
         pair: &ShellPair,
         targets: &[(usize, f64)],
         kets: &[PairUnit],
         workspace: &mut EriWorkspace,
-    ) -> Vec<[f64; 2]> {
+    ) -> (Vec<[f64; 2]>, usize) {
         let engine = self.engine;
         let pairs = engine.pairs();
         let mut out = vec![[0.0; 2]; targets.len()];
+        let mut screened = 0;
         for unit in kets {
             let kept = |member: &usize| {
-                pair.schwarz * pairs[unit.members[*member]].schwarz >= self.threshold
+                let schwarz = pair.schwarz * pairs[unit.members[*member]].schwarz;
+                schwarz >= self.threshold
+                    && targets.iter().any(|&(s, ratio)| {
+                        let product = self.largest_density_product(s, pair.b, unit.shells[*member]);
+                        schwarz * ratio.abs() * product >= self.threshold
+                    })
             };
-            if !(0..unit.members.len()).any(|member| kept(&member)) {
+            let members = 0..unit.members.len();
+            let kept_count = members.clone().filter(kept).count();
+            screened += members
+                .clone()
+                .filter(|&member| {
+                    pair.schwarz * pairs[unit.members[member]].schwarz >= self.threshold
+                })
+                .count()
+                - kept_count;
+            if kept_count == 0 {
                 continue;
             }
             let values = engine.pair_block(pair, unit.kernel_pair(pairs), workspace);
             let size = values.len() / unit.members.len();
-            for member in (0..unit.members.len()).filter(kept) {
+            for member in members.filter(kept) {
                 let [c, d] = unit.shells[member];
                 let block = &values[member * size..][..size];
                 let degeneracy = if c == d { 2.0 } else { 4.0 };
@@ -178,7 +203,15 @@ impl Inputs<'_> {
             slot[0] *= ratio;
             slot[1] *= ratio;
         }
-        out
+        (out, screened)
+    }
+
+    /// A bound on |G_{mu nu la si}| over mu in shell s, nu in b, la in c and si in d, from
+    /// the shell blocks' largest |P|: P_sb P_cd + (P_sc P_bd + P_sd P_bc) / 4.
+    fn largest_density_product(&self, s: usize, b: usize, [c, d]: [usize; 2]) -> f64 {
+        let shells = self.shell_count();
+        let block = |x: usize, y: usize| self.density_bounds[x * shells + y];
+        block(s, b) * block(c, d) + 0.25 * (block(s, c) * block(b, d) + block(s, d) * block(b, c))
     }
 
     /// `sum (f_m nu|la si) G_{mu(m) nu la si}` over the block `values` of (D b|c d), D's
@@ -226,5 +259,71 @@ impl Inputs<'_> {
             }
         }
         [raised, plain]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fock::shell_block_maxima;
+    use crate::integrals::columns::pair_units;
+    use crate::{rhf, AngularKind, Basis, BasisSet, Molecule, ScfOptions};
+
+    /// The density screening of the threaded path skips member quartets, and only within
+    /// its bound: water in def2-SVP with a loose threshold (1e-9, so that it bites), every
+    /// derivative pair's terms against the reference's (Schwarz screening alone).
+    #[test]
+    fn density_screening_skips_quartets_within_its_bound() {
+        let molecule = Molecule::from_xyz(
+            "3\nwater, angstrom\nO 0.0 0.0 0.1173\nH 0.0 0.7572 -0.4692\nH 0.0 -0.7572 -0.4692\n",
+        )
+        .expect("xyz");
+        let basis_set = BasisSet::load("def2-svp").expect("basis set");
+        let basis = Basis::new(&molecule, &basis_set, AngularKind::Spherical).expect("basis");
+        let scf = rhf(&molecule, &basis, &ScfOptions::default()).expect("SCF");
+        let (sets, first_primitive) = super::super::derivative_sets(&basis);
+        let engine = EriEngine::with_sets(&basis, sets);
+        let (density, energy_weighted) = super::super::densities_of(&scf);
+        let threshold = 1e-9;
+        let inputs = Inputs {
+            engine: &engine,
+            first_primitive,
+            density_bounds: shell_block_maxima(&engine, &density),
+            density,
+            energy_weighted,
+            charges: Vec::new(),
+            threshold,
+        };
+        let kets = pair_units(&engine, false);
+        let counts = engine.function_counts();
+        let widest = counts.iter().copied().max().unwrap_or(0) as f64;
+        let mut workspace = EriWorkspace::new();
+        let (mut screened, mut checked) = (0, 0);
+        for s in 0..inputs.shell_count() {
+            for i in inputs.primitives(s) {
+                for b in 0..inputs.shell_count() {
+                    let pair = inputs.derivative_pair(s, i, b);
+                    let reference = inputs.two_electron(&pair, s, &mut workspace);
+                    let (values, skipped) =
+                        inputs.shared_two_electron(&pair, &[(s, 1.0)], &kets, &mut workspace);
+                    screened += skipped;
+                    checked += 1;
+                    // Each skipped quartet: below the threshold per element, times its
+                    // elements and degeneracy (at most 4); and the rounding of the sums.
+                    let elements = (counts[s] * counts[b]) as f64 * widest * widest;
+                    for half in 0..2 {
+                        let allowed = skipped as f64 * 4.0 * elements * threshold
+                            + 1e-12 * reference[half].abs().max(1e-300);
+                        let difference = (values[0][half] - reference[half]).abs();
+                        assert!(
+                            difference <= allowed,
+                            "(s {s}, i {i}, b {b}) half {half}: {difference:e} > {allowed:e}"
+                        );
+                    }
+                }
+            }
+        }
+        println!("{checked} derivative pairs, {screened} member quartets screened by the density");
+        assert!(screened > 0, "nothing screened at {threshold:e}");
     }
 }
