@@ -47,8 +47,11 @@ struct PrimitivePair {
 pub const PRIMITIVE_THRESHOLD: f64 = 1e-16;
 
 /// Kets of at most this many Cartesian products have the bra side summed as sparse dot
-/// products ([`EriEngine::pair_block`]'s inner loops).
-const DOT_PRODUCT_KET: usize = 6;
+/// products ([`EriEngine::pair_block`]'s inner loops): only an ss ket's rows of W are too
+/// short for the row path, now that its rows of 3 and 6 run as fixed-length arrays
+/// (callgrind, one J/K build of water/def2-TZVP: 334.4 M instructions with dots for kets
+/// up to 6 products, 327.6 M up to 1, 329.4 M never).
+const DOT_PRODUCT_KET: usize = 1;
 
 /// The cost of entering one of the kernel's inner loops, in multiply-adds: what makes a
 /// loop over one or a few Hermite indices dear.
@@ -806,8 +809,8 @@ impl EriEngine {
         if bra_members > 1 {
             ws.bra_sum.resize(cart_size, 0.0);
         }
-        // A ket of few Cartesian products (ss, sp, ps, sd, ds pairs) makes the bra's rows of W short:
-        // the bra side then sums each Cartesian integral as one sparse dot product over W's
+        // A ket of few Cartesian products (an ss pair) makes the bra's rows of W short: the
+        // bra side then sums each Cartesian integral as one sparse dot product over W's
         // columns instead of adding short rows. The same terms are added to each integral in
         // the same order either way, so the bits are the same.
         let by_dot = ncart_ket <= dot_product_ket && bra_pair.columns.is_none();
