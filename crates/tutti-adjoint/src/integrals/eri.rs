@@ -265,7 +265,8 @@ pub struct EriWorkspace {
     bra_offsets: Vec<usize>,
     ket_offsets: Vec<usize>,
     w: Vec<f64>,
-    /// W transposed, `[ncart_ket][n_herm_bra]`, summed over the ket primitives.
+    /// W per ket member, summed over the ket primitives: transposed, `[ncart_ket][n_herm_bra]`,
+    /// from the reference kernel; `[n_herm_bra][ncart_ket]` from the batched one.
     w_by_ket: Vec<f64>,
     /// R gathered per ket Hermite index, `[n_herm_ket][n_herm_bra]`.
     r_rows: Vec<f64>,
@@ -843,23 +844,33 @@ impl EriEngine {
             for (ket_member, w_by_ket) in ws.w_by_ket.chunks_exact(w_size).enumerate() {
                 if by_dot {
                     let cart = &mut ws.cart[ket_member * cart_size..][..cart_size];
-                    add_bra_dots(cart, w_by_ket, bra, n_bra);
+                    if kernel == Kernel::Batched && ncart_ket > 1 {
+                        add_bra_dots::<false>(cart, w_by_ket, bra, ncart_ket, n_bra);
+                    } else {
+                        add_bra_dots::<true>(cart, w_by_ket, bra, ncart_ket, n_bra);
+                    }
                     continue;
                 }
-                // W[h][c], as the bra side reads it.
-                for (c, w_column) in w_by_ket.chunks_exact(n_bra).enumerate() {
-                    for (h, value) in w_column.iter().enumerate() {
-                        ws.w[h * ncart_ket + c] = *value;
+                // W[h][c], as the bra side reads it: the batched kernel wrote it so, the
+                // reference kernel transposed.
+                let w_rows: &[f64] = if kernel == Kernel::Batched {
+                    w_by_ket
+                } else {
+                    for (c, w_column) in w_by_ket.chunks_exact(n_bra).enumerate() {
+                        for (h, value) in w_column.iter().enumerate() {
+                            ws.w[h * ncart_ket + c] = *value;
+                        }
                     }
-                }
+                    &ws.w
+                };
                 let Some(columns) = &bra_pair.columns else {
                     let cart = &mut ws.cart[ket_member * cart_size..][..cart_size];
-                    add_rows(cart, &ws.w, bra, 1.0, ncart_ket);
+                    add_rows(cart, w_rows, bra, 1.0, ncart_ket);
                     continue;
                 };
                 // Summed once, then weighted into each bra member's block.
                 ws.bra_sum.fill(0.0);
-                add_rows(&mut ws.bra_sum, &ws.w, bra, 1.0, ncart_ket);
+                add_rows(&mut ws.bra_sum, w_rows, bra, 1.0, ncart_ket);
                 for bra_member in 0..bra_members {
                     let block = (bra_member * ket_members + ket_member) * cart_size;
                     add_scaled(
@@ -1103,7 +1114,7 @@ impl EriEngine {
 }
 
 /// The batched kernel's ket side for one bra primitive pair: `ws.w_by_ket` (zeroed by the
-/// caller; one W^T per ket member, `[ncart_ket][n_bra]`) summed over the ket's chunks of `W`
+/// caller; one W per ket member, `[n_bra][ncart_ket]`) summed over the ket's chunks of `W`
 /// lanes. A chunk whose largest bound times the bra's is below [`PRIMITIVE_THRESHOLD`] is
 /// skipped whole; the others compute every live lane.
 fn batched_ket_side<const W: usize>(
@@ -1201,13 +1212,13 @@ fn batched_ket_side<const W: usize>(
     }
 }
 
-/// `w[c][h] += sum over row c's entries e and the lanes l of table[e][l] r[offset_e + h][l]`
+/// `w[h][c] += sum over row c's entries e and the lanes l of table[e][l] r[offset_e + h][l]`
 /// (`r` the lanes' Hermite integrals by cube entry, `entry_offsets[e]` the cube offset of
-/// entry e's ket Hermite index, `bra_offsets[h]` of bra index h); rows of `w` are `n_bra`
-/// long. Each sum runs lane-wise over the row's entries in order, then over the lanes
-/// ([`lane_sum`]). (Gathering R into contiguous rows first, as the reference kernel does, measured
-/// 11% more instructions in a whole J/K build of water/cc-pVTZ: most kets here have few
-/// entries per row.)
+/// entry e's ket Hermite index, `bra_offsets[h]` of bra index h); rows of `w` are
+/// `ncart_ket` long (W as the bra side reads it). Each sum runs lane-wise over the row's
+/// entries in order, then over the lanes ([`lane_sum`]). (Gathering R into contiguous rows
+/// first, as the reference kernel does, measured 11% more instructions in a whole J/K build
+/// of water/cc-pVTZ: most kets here have few entries per row.)
 #[inline(never)]
 fn contract_lanes<const W: usize>(
     w: &mut [f64],
@@ -1217,20 +1228,21 @@ fn contract_lanes<const W: usize>(
     entry_offsets: &[usize],
     bra_offsets: &[usize],
 ) {
-    let n_bra = bra_offsets.len();
-    for (c, w_row) in w.chunks_exact_mut(n_bra).enumerate() {
+    let ncart_ket = row_starts.len() - 1;
+    for c in 0..ncart_ket {
         let range = row_starts[c]..row_starts[c + 1];
         let (offsets, values) = (&entry_offsets[range.clone()], &table[range]);
+        let w_column = w[c..].iter_mut().step_by(ncart_ket);
         if let ([offset], [value]) = (offsets, values) {
             // One entry (every row of an ss ket, for one): no sum over entries.
             let shifted = &r[*offset..];
-            for (slot, &bra_offset) in w_row.iter_mut().zip(bra_offsets) {
+            for (slot, &bra_offset) in w_column.zip(bra_offsets) {
                 let integrals = &shifted[bra_offset];
                 *slot += lane_sum::<W>(std::array::from_fn(|l| value[l] * integrals[l]));
             }
             continue;
         }
-        for (slot, &bra_offset) in w_row.iter_mut().zip(bra_offsets) {
+        for (slot, &bra_offset) in w_column.zip(bra_offsets) {
             let mut sum = [0.0; W];
             for (&offset, value) in offsets.iter().zip(values) {
                 let integrals = &r[offset + bra_offset];
@@ -1434,19 +1446,34 @@ fn add_scaled(out: &mut [f64], source: &[f64], scale: f64) {
     }
 }
 
-/// `cart[row][c] += sum_k E_k w_by_ket[c][h_k]` over bra row `row`'s entries (Hermite
-/// indices): one sparse dot product per Cartesian integral, `cart` rows `ncart_ket` long,
-/// `w_by_ket` rows `n_bra` long.
+/// `cart[row][c] += sum_k E_k W[h_k][c]` over bra row `row`'s entries (Hermite indices):
+/// one sparse dot product per Cartesian integral, `cart` rows `ncart_ket` long, W's rows
+/// `n_bra` long. `TRANSPOSED`: `w` holds W^T (`[ncart_ket][n_bra]`, as the reference kernel
+/// writes it), else W (`[n_bra][ncart_ket]`, as the batched one does); for one Cartesian
+/// product the two are the same.
 #[inline(never)]
-fn add_bra_dots(cart: &mut [f64], w_by_ket: &[f64], bra: SparseRows<'_>, n_bra: usize) {
-    let ncart_ket = w_by_ket.len() / n_bra;
+fn add_bra_dots<const TRANSPOSED: bool>(
+    cart: &mut [f64],
+    w: &[f64],
+    bra: SparseRows<'_>,
+    ncart_ket: usize,
+    n_bra: usize,
+) {
     for (row, cart_row) in cart.chunks_exact_mut(ncart_ket).enumerate() {
         let range = bra.starts[row]..bra.starts[row + 1];
         let (entries, values) = (&bra.entries[range.clone()], &bra.values[range]);
-        for (slot, w_row) in cart_row.iter_mut().zip(w_by_ket.chunks_exact(n_bra)) {
+        for (c, slot) in cart_row.iter_mut().enumerate() {
             let mut sum = *slot;
-            for (&h, e) in entries.iter().zip(values) {
-                sum += e * w_row[h];
+            if TRANSPOSED {
+                let column = &w[c * n_bra..][..n_bra];
+                for (&h, e) in entries.iter().zip(values) {
+                    sum += e * column[h];
+                }
+            } else {
+                let column = &w[c..];
+                for (&h, e) in entries.iter().zip(values) {
+                    sum += e * column[h * ncart_ket];
+                }
             }
             *slot = sum;
         }
