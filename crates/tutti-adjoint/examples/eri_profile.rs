@@ -74,9 +74,10 @@ fn report(
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
-        "nao {} shells {} total {total:.4} s checksum {checksum:.12e} bits {bits:016x}",
+        "nao {} shells {} quartets {} total {total:.4} s checksum {checksum:.12e} bits {bits:016x}",
         basis.nao(),
-        engine.shell_count()
+        engine.shell_count(),
+        classes.values().map(|(count, _)| count).sum::<usize>()
     )?;
     let letters = ['s', 'p', 'd', 'f', 'g'];
     let mut rows: Vec<_> = classes.into_iter().collect();
