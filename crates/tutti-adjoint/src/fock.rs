@@ -30,6 +30,7 @@
 use faer::{Mat, MatRef};
 use rayon::prelude::*;
 
+use crate::basis::MAX_L;
 use crate::integrals::columns::{pair_units, PairUnit};
 use crate::integrals::{EriEngine, EriWorkspace};
 
@@ -331,6 +332,7 @@ impl<'e> FockBuilder<'e> {
         // Row slices of length nd from column od: no index checks in the inner loop.
         let row = |r: usize| r * nao + od..r * nao + od + nd;
         let mut blocks = block.chunks_exact(nd);
+        let mut spare = [0.0; SHELL_FUNCTIONS];
         for i in oa..oa + na {
             for jj in ob..ob + nb {
                 let p_ij = density[i * nao + jj];
@@ -349,31 +351,27 @@ impl<'e> FockBuilder<'e> {
                     let (values, j_kl) = (&values[..nd], &mut j[row(kk)][..nd]);
                     let mut k_ik = 0.0;
                     let mut k_jk = 0.0;
-                    if i == jj {
-                        // K's rows jj and i are one: both terms, in the order below.
-                        let k_il = &mut k[row(i)][..nd];
-                        for l in 0..nd {
-                            let raw = values[l];
-                            let value = degeneracy * raw;
-                            j_ij += d_kl[l] * value;
-                            j_kl[l] += p_ij * value;
-                            k_ik += d_jl[l] * value;
-                            k_il[l] += p_ik * value;
-                            k_il[l] += p_jk * value;
-                            k_jk += d_il[l] * value;
-                        }
+                    // K's rows jj and i, or, when they are one row, the row and a spare one
+                    // added to it after the loop: the same two terms in the same order.
+                    let (k_jl, k_il) = if i == jj {
+                        spare[..nd].fill(0.0);
+                        (&mut k[row(jj)][..nd], &mut spare[..nd])
                     } else {
                         let (k_jl, k_il) = two_rows(k, row(jj), row(i));
-                        let (k_jl, k_il) = (&mut k_jl[..nd], &mut k_il[..nd]);
-                        for l in 0..nd {
-                            let raw = values[l];
-                            let value = degeneracy * raw;
-                            j_ij += d_kl[l] * value;
-                            j_kl[l] += p_ij * value;
-                            k_ik += d_jl[l] * value;
-                            k_jl[l] += p_ik * value;
-                            k_il[l] += p_jk * value;
-                            k_jk += d_il[l] * value;
+                        (&mut k_jl[..nd], &mut k_il[..nd])
+                    };
+                    for l in 0..nd {
+                        let value = degeneracy * values[l];
+                        j_ij += d_kl[l] * value;
+                        j_kl[l] += p_ij * value;
+                        k_ik += d_jl[l] * value;
+                        k_jl[l] += p_ik * value;
+                        k_il[l] += p_jk * value;
+                        k_jk += d_il[l] * value;
+                    }
+                    if i == jj {
+                        for (slot, term) in k[row(i)].iter_mut().zip(&spare[..nd]) {
+                            *slot += term;
                         }
                     }
                     k[i * nao + kk] += k_ik;
@@ -384,6 +382,9 @@ impl<'e> FockBuilder<'e> {
         }
     }
 }
+
+/// The most functions a basis shell has (Cartesian, l = [`MAX_L`]).
+const SHELL_FUNCTIONS: usize = (MAX_L + 1) * (MAX_L + 2) / 2;
 
 /// Two disjoint ranges of `matrix` as mutable slices, in the order asked.
 fn two_rows(
