@@ -17,6 +17,12 @@
 //! pair's own functions, so a derivative pair's bound is its own, not its parent shell's.
 //! Transforms that are a multiple of the identity (s, p, and Cartesian shells) are folded
 //! into the tables, so only spherical d and higher indices are transformed afterwards.
+//!
+//! Two kernels compute a block ([`EriEngine::pair_block`]): the batched one (the default)
+//! takes a bra primitive pair with the ket's primitive pairs in lanes of up to 8,
+//! its pairs' primitive pairs stored in lane tables and ordered by bound; the reference
+//! ([`EriEngine::reference_pair_block`]) takes one primitive quartet at a time, and still
+//! runs kets of one primitive pair and the pairs' own set-up.
 
 use super::functions::FunctionShell;
 use super::hermite::{
@@ -223,8 +229,9 @@ impl ShellPair {
     ///
     /// then, per bra primitive, the bra's expansion, once per ket member. Every inner loop
     /// also costs [`LOOP_OVERHEAD`]. The Boys values, one per primitive quartet either way
-    /// (padding lanes have none), are left out. A column pair's members ([`EriEngine::column_pair`]) add
-    /// their weighted copies: of the ket contraction, of the bra's per bra primitive.
+    /// (padding lanes have none), are left out. A column pair's members
+    /// ([`EriEngine::column_pair`]) add their weighted copies: of the ket contraction, of
+    /// the bra's per bra primitive.
     fn kernel_cost(&self, n_bra: usize, ket: &ShellPair, n_ket: usize, kernel: Kernel) -> usize {
         let cartesians = |pair: &ShellPair| pair.row_starts.len().saturating_sub(1);
         let ket_members = ket.member_count();
@@ -415,8 +422,8 @@ impl EriEngine {
     /// The pair over the columns of general contractions (cc-pVXZ's shells that share
     /// their primitives): `first` and `second` each list basis shells with one centre, one
     /// angular momentum, the same exponents and the same non-zero primitives. The same list
-    /// twice stands for the member pairs (first[x], first[y]), y <= x; two lists for every
-    /// (first[x], second[y]). Its block with another pair ([`EriEngine::pair_block`]) holds
+    /// twice stands for the member pairs `(first[x], first[y])`, y <= x; two lists for every
+    /// `(first[x], second[y])`. Its block with another pair ([`EriEngine::pair_block`]) holds
     /// every member's block, equal to the member's own to rounding, from primitive work
     /// (Boys values, Hermite integrals and their contraction with the expansion) done once
     /// for all members.
@@ -650,10 +657,9 @@ impl EriEngine {
     ///
     /// The kernel's inner loops run over the Hermite indices of the side it calls the bra,
     /// and it contracts the other side's primitives first, several at once (the batched
-    /// kernel, [`Kernel::Batched`]): the orientation with the fewer multiply-adds (counted
-    /// from the pairs' expansion tables) is computed, and the block transposed if it was
-    /// (cd|ab). The choice depends on the two pairs only, so the bits do not depend on who
-    /// asks.
+    /// kernel): the orientation with the fewer multiply-adds (counted from the pairs'
+    /// expansion tables) is computed, and the block transposed if it was (cd|ab). The
+    /// choice depends on the two pairs only, so the bits do not depend on who asks.
     pub fn pair_block<'w>(
         &self,
         bra_pair: &ShellPair,
@@ -664,7 +670,7 @@ impl EriEngine {
     }
 
     /// [`EriEngine::pair_block`] by the reference kernel, one primitive quartet at a time
-    /// ([`Kernel::PerQuartet`]): what the batched kernel is tested against.
+    /// (`Kernel::PerQuartet`): what the batched kernel is tested against.
     pub fn reference_pair_block<'w>(
         &self,
         bra_pair: &ShellPair,
