@@ -165,30 +165,28 @@ impl Inputs<'_> {
         let pairs = engine.pairs();
         let mut out = vec![[0.0; 2]; targets.len()];
         let mut screened = 0;
+        // The members that pass the Schwarz screening, then those the density keeps too.
+        let mut kept: Vec<usize> = Vec::new();
         for unit in kets {
-            let kept = |member: &usize| {
-                let schwarz = pair.schwarz * pairs[unit.members[*member]].schwarz;
-                schwarz >= self.threshold
-                    && targets.iter().any(|&(s, ratio)| {
-                        let product = self.largest_density_product(s, pair.b, unit.shells[*member]);
-                        schwarz * ratio.abs() * product >= self.threshold
-                    })
-            };
-            let members = 0..unit.members.len();
-            let kept_count = members.clone().filter(kept).count();
-            screened += members
-                .clone()
-                .filter(|&member| {
-                    pair.schwarz * pairs[unit.members[member]].schwarz >= self.threshold
+            kept.clear();
+            kept.extend((0..unit.members.len()).filter(|&member| {
+                pair.schwarz * pairs[unit.members[member]].schwarz >= self.threshold
+            }));
+            let schwarz_kept = kept.len();
+            kept.retain(|&member| {
+                let schwarz = pair.schwarz * pairs[unit.members[member]].schwarz;
+                targets.iter().any(|&(s, ratio)| {
+                    let product = self.largest_density_product(s, pair.b, unit.shells[member]);
+                    schwarz * ratio.abs() * product >= self.threshold
                 })
-                .count()
-                - kept_count;
-            if kept_count == 0 {
+            });
+            screened += schwarz_kept - kept.len();
+            if kept.is_empty() {
                 continue;
             }
             let values = engine.pair_block(pair, unit.kernel_pair(pairs), workspace);
             let size = values.len() / unit.members.len();
-            for member in members.filter(kept) {
+            for &member in &kept {
                 let [c, d] = unit.shells[member];
                 let block = &values[member * size..][..size];
                 let degeneracy = if c == d { 2.0 } else { 4.0 };
