@@ -7,6 +7,8 @@
 //! ignored. Objects built once and read by every rank (the ERI engine's shell pairs, S, H,
 //! X) are `shared`; each rank's working matrices and partial sums are `per device`.
 
+use std::collections::BTreeMap;
+
 use tutti_backend::{Device, Resources};
 use tutti_group::Group;
 use tutti_plan::{Budget, ObjectSpec, Plan, Planner, Tier};
@@ -14,7 +16,9 @@ use tutti_plan::{Budget, ObjectSpec, Plan, Planner, Tier};
 use crate::basis::{function_count, AngularKind, Basis};
 use crate::error::Result;
 use crate::gradient::GradientOptions;
-use crate::integrals::cartesian::components;
+use crate::integrals::functions::FunctionShell;
+use crate::integrals::hermite::hermite_indices;
+use crate::integrals::pair_rows::PairRows;
 use crate::molecule::Molecule;
 use crate::scf::{validate, InitialGuess, ScfOptions};
 
@@ -196,7 +200,7 @@ fn atomic_scf_bytes(basis: &Basis) -> u64 {
                 .iter()
                 .map(|s| function_count(s.l, AngularKind::Spherical) as u64)
                 .sum();
-            shell_pair_bytes(&occupied) + (nao * nao + 5) * nao * nao * F64
+            shell_pair_bytes(&occupied, AngularKind::Spherical) + (nao * nao + 5) * nao * nao * F64
         })
         .max()
         .unwrap_or(0)
@@ -206,26 +210,25 @@ fn atomic_scf_bytes(basis: &Basis) -> u64 {
 /// row starts, per primitive pair the expansion values twice (plain and signed), its
 /// exponent, centre and bound, and the batched kernel's ket lanes.
 pub(crate) fn pair_data_bytes(basis: &Basis) -> u64 {
-    shell_pair_bytes(basis.shells())
+    shell_pair_bytes(basis.shells(), basis.kind())
 }
 
-/// [`pair_data_bytes`] of the canonical pairs of `shells`.
-fn shell_pair_bytes(shells: &[crate::basis::Shell]) -> u64 {
+/// [`pair_data_bytes`] of the canonical pairs of `shells`, of functions `kind`.
+fn shell_pair_bytes(shells: &[crate::basis::Shell], kind: AngularKind) -> u64 {
     let usize_bytes = std::mem::size_of::<usize>() as u64;
+    // The tables' entries and rows ([`PairRows`]) depend on the two angular momenta only.
+    let mut layouts: BTreeMap<[usize; 2], (u64, u64)> = BTreeMap::new();
     let mut total = 0u64;
     for (a, shell_a) in shells.iter().enumerate() {
-        let monomials_a = components(shell_a.l);
         for (b, shell_b) in shells[..=a].iter().enumerate() {
-            let monomials_b = components(shell_b.l);
-            let pattern: u64 = monomials_a
-                .iter()
-                .flat_map(|ca| {
-                    monomials_b
-                        .iter()
-                        .map(move |cb| (0..3).map(|x| (ca[x] + cb[x] + 1) as u64).product::<u64>())
-                })
-                .sum();
-            let rows = (monomials_a.len() * monomials_b.len() + 1) as u64;
+            let (pattern, rows) = *layouts.entry([shell_a.l, shell_b.l]).or_insert_with(|| {
+                let rows = PairRows::new(
+                    &FunctionShell::from_shell(shell_a, kind),
+                    &FunctionShell::from_shell(shell_b, kind),
+                    &hermite_indices(shell_a.l + shell_b.l),
+                );
+                (rows.pattern.len() as u64, rows.row_starts.len() as u64)
+            });
             // The engine drops primitives with a zero weight, and keeps one of (i, j) and
             // (j, i) of a shell with itself.
             let kept = |shell: &crate::basis::Shell| {

@@ -73,7 +73,6 @@ fn same_functions(engine: &EriEngine, a: usize, b: usize) -> bool {
         && x.degree == y.degree
         && x.monomials == y.monomials
         && x.transform == y.transform
-        && x.diagonal_scale == y.diagonal_scale
 }
 
 /// Whether shell `shell` has at least two non-zero primitives.

@@ -1,7 +1,7 @@
 //! Electron-repulsion integrals (ab|cd) over shell quartets, McMurchie–Davidson:
 //! (ab|cd) = 2 pi^(5/2) / (p q sqrt(p+q)) sum_{tuv} E^{ab}_{tuv} sum_{t'u'v'} (-1)^(t'+u'+v')
-//! E^{cd}_{t'u'v'} R_{t+t',u+u',v+v'}(p q / (p+q), P - Q), contracted over primitives, then
-//! transformed from Cartesian components to AOs. Chemists' notation:
+//! E^{cd}_{t'u'v'} R_{t+t',u+u',v+v'}(p q / (p+q), P - Q), contracted over primitives, with
+//! the Cartesian-to-AO transforms folded into the E tables. Chemists' notation:
 //! (ab|cd) = int int a(1) b(1) 1/r12 c(2) d(2).
 //!
 //! The engine integrates over function shells ([`FunctionShell`]): the basis's shells first
@@ -9,14 +9,15 @@
 //! e.g. the exponent derivatives of the gradient), each with its own Cartesian-to-output map.
 //! Shell pairs (a >= b) of the basis are precomputed once ([`EriEngine::new`]); any other pair
 //! of sets is built on request ([`EriEngine::pair`]). A pair holds, for each primitive pair,
-//! its exponent sum, centre and the Cartesian-by-Hermite expansion table (weights folded in,
-//! stored sparsely: only the Hermite indices that can be non-zero for each Cartesian product),
+//! its exponent sum, centre and the expansion table by rows of output-function products and
+//! Hermite indices (weights and transforms folded in, stored sparsely: only the Hermite
+//! indices that can be non-zero for each row, [`super::pair_rows`]),
 //! plus Schwarz bounds, Q_ab = sqrt(max |(ij|ij)|) per pair (the Fock build skips quartets
 //! with Q_ab Q_cd below its threshold) and the same per primitive pair (primitive quartets
 //! below [`PRIMITIVE_THRESHOLD`] are skipped here). Bounds are always computed from the
 //! pair's own functions, so a derivative pair's bound is its own, not its parent shell's.
-//! Transforms that are a multiple of the identity (s, p, and Cartesian shells) are folded
-//! into the tables, so only spherical d and higher indices are transformed afterwards.
+//! With the transforms in the tables, a kernel's block is over the output functions as it
+//! is computed.
 //!
 //! Two kernels compute a block ([`EriEngine::pair_block`]): the batched one (the default)
 //! takes a bra primitive pair with the ket's primitive pairs in lanes of up to 8,
@@ -28,6 +29,7 @@ use super::functions::FunctionShell;
 use super::hermite::{
     coulomb_from_boys, coulomb_lanes, expansion, hermite_indices, SCHEDULED_ORDER,
 };
+use super::pair_rows::{reaches, PairRows};
 use crate::basis::Basis;
 use crate::boys::{boys, MAX_M};
 
@@ -52,9 +54,9 @@ struct PrimitivePair {
 /// shell quartet, so the neglected part of any integral stays below 1e-13.
 pub const PRIMITIVE_THRESHOLD: f64 = 1e-16;
 
-/// Kets of at most this many Cartesian products have the bra side summed as sparse dot
+/// Kets of at most this many rows (function products) have the bra side summed as sparse dot
 /// products ([`EriEngine::pair_block`]'s inner loops): only an ss ket's rows of W are too
-/// short for the row path, now that its rows of 3 and 6 run as fixed-length arrays
+/// short for the row path, now that its rows of 3 and more run as fixed-length arrays
 /// (callgrind, one J/K build of water/def2-TZVP: 334.4 M instructions with dots for kets
 /// up to 6 products, 327.6 M up to 1, 329.4 M never).
 const DOT_PRODUCT_KET: usize = 1;
@@ -164,10 +166,11 @@ pub struct ShellPair {
     pub b: usize,
     /// degree_a + degree_b.
     order: usize,
-    /// For each Cartesian product row (ca * ncart_b + cb), the Hermite indices h (into
-    /// `hermite_indices(order)`) that can be non-zero, rows concatenated.
+    /// For each row, a product of output functions (ma * functions_b + mb), the Hermite
+    /// indices h (into `hermite_indices(order)`) that can be non-zero, rows concatenated
+    /// ([`super::pair_rows`]).
     pattern: Vec<usize>,
-    /// Where each row starts in `pattern` (ncart_a * ncart_b + 1 entries).
+    /// Where each row starts in `pattern` (functions_a * functions_b + 1 entries).
     row_starts: Vec<usize>,
     primitives: Vec<PrimitivePair>,
     /// Schwarz bound sqrt(max_{i in a, j in b} |(ij|ij)|).
@@ -233,14 +236,13 @@ impl ShellPair {
     /// ([`EriEngine::column_pair`]) add their weighted copies: of the ket contraction, of
     /// the bra's per bra primitive.
     fn kernel_cost(&self, n_bra: usize, ket: &ShellPair, n_ket: usize, kernel: Kernel) -> usize {
-        let cartesians = |pair: &ShellPair| pair.row_starts.len().saturating_sub(1);
+        let rows = |pair: &ShellPair| pair.row_starts.len().saturating_sub(1);
         let ket_members = ket.member_count();
         let mut per_bra_primitive =
-            cartesians(ket) * n_bra + self.pattern.len() * (cartesians(ket) + LOOP_OVERHEAD);
+            rows(ket) * n_bra + self.pattern.len() * (rows(ket) + LOOP_OVERHEAD);
         per_bra_primitive *= ket_members;
         if let Some(columns) = &self.columns {
-            per_bra_primitive +=
-                ket_members * columns.members.len() * cartesians(self) * cartesians(ket);
+            per_bra_primitive += ket_members * columns.members.len() * rows(self) * rows(ket);
         }
         let bra_primitives = self.primitives.len();
         let order = self.order + ket.order;
@@ -249,13 +251,13 @@ impl ShellPair {
         if kernel == Kernel::Batched {
             let width = ket.lanes.width;
             let per_chunk = width * (steps + ket_members * ket.pattern.len() * n_bra)
-                + ket_members * cartesians(ket) * n_bra * (width + LOOP_OVERHEAD);
+                + ket_members * rows(ket) * n_bra * (width + LOOP_OVERHEAD);
             return bra_primitives * (ket.lanes.bounds.len() * per_chunk + per_bra_primitive);
         }
         let mut per_quartet =
             SCALAR_STEP * steps + n_ket * n_bra + ket.pattern.len() * (n_bra + LOOP_OVERHEAD);
         if ket.columns.is_some() {
-            per_quartet += ket_members * cartesians(ket) * n_bra;
+            per_quartet += ket_members * rows(ket) * n_bra;
         }
         bra_primitives * (ket.primitives.len() * per_quartet + per_bra_primitive)
     }
@@ -272,8 +274,8 @@ pub struct EriWorkspace {
     bra_offsets: Vec<usize>,
     ket_offsets: Vec<usize>,
     w: Vec<f64>,
-    /// W per ket member, summed over the ket primitives: transposed, `[ncart_ket][n_herm_bra]`,
-    /// from the reference kernel; `[n_herm_bra][ncart_ket]` from the batched one.
+    /// W per ket member, summed over the ket primitives: transposed, `[rows_ket][n_herm_bra]`,
+    /// from the reference kernel; `[n_herm_bra][rows_ket]` from the batched one.
     w_by_ket: Vec<f64>,
     /// R gathered per ket Hermite index, `[n_herm_ket][n_herm_bra]`.
     r_rows: Vec<f64>,
@@ -281,11 +283,9 @@ pub struct EriWorkspace {
     ket_sum: Vec<f64>,
     /// The bra contraction of one bra primitive, before a column pair's member weights.
     bra_sum: Vec<f64>,
-    cart: Vec<f64>,
+    block: Vec<f64>,
     half: Vec<f64>,
     out: Vec<f64>,
-    /// The transformed blocks of a column pair's member quartets.
-    blocks: Vec<f64>,
     /// The batched kernel's scaled Boys values by level, `[n][lane]`.
     lane_levels: Vec<f64>,
     /// The batched kernel's Hermite integrals by cube entry, `[entry][lane]`, and the other
@@ -314,8 +314,6 @@ pub struct EriEngine {
     function_counts: Vec<usize>,
     /// Hermite indices per order, up to four times the largest degree of any set.
     hermite: Vec<Vec<[usize; 3]>>,
-    /// Each set's Cartesian-to-output matrix by its non-zero elements.
-    transforms: Vec<Vec<(usize, usize, f64)>>,
     nao: usize,
 }
 
@@ -345,10 +343,6 @@ impl EriEngine {
         sets.extend(extra);
         let max_degree = sets.iter().map(|s| s.degree).max().unwrap_or(0);
         let mut engine = Self {
-            transforms: sets
-                .iter()
-                .map(|set| nonzero_elements(&set.transform, set.functions))
-                .collect(),
             function_counts: sets[..shell_count].iter().map(|s| s.functions).collect(),
             sets,
             shell_count,
@@ -506,18 +500,7 @@ impl EriEngine {
             set_a.center[1] - set_b.center[1],
             set_a.center[2] - set_b.center[2],
         ];
-        let mut pattern = Vec::new();
-        let mut row_starts = vec![0];
-        for ca in &set_a.monomials {
-            for cb in &set_b.monomials {
-                for (h, [t, u, v]) in herm.iter().enumerate() {
-                    if *t <= ca[0] + cb[0] && *u <= ca[1] + cb[1] && *v <= ca[2] + cb[2] {
-                        pattern.push(h);
-                    }
-                }
-                row_starts.push(pattern.len());
-            }
-        }
+        let rows = PairRows::new(set_a, set_b, herm);
         let mut e = [Vec::new(), Vec::new(), Vec::new()];
         let mut primitives = Vec::new();
         let mut kept = Vec::new();
@@ -535,29 +518,30 @@ impl EriEngine {
                 for axis in 0..3 {
                     expansion(la, lb, ea, eb, separation[axis], &mut e[axis]);
                 }
-                let (scale_a, scale_b) = (
-                    set_a.diagonal_scale.unwrap_or(1.0),
-                    set_b.diagonal_scale.unwrap_or(1.0),
-                );
                 let weight = if weighted {
-                    multiplicity * da * db * scale_a * scale_b
+                    multiplicity * da * db
                 } else {
-                    scale_a * scale_b
+                    1.0
                 };
-                let mut values = Vec::with_capacity(pattern.len());
-                let mut signed_values = Vec::with_capacity(pattern.len());
-                for (ia, ca) in set_a.monomials.iter().enumerate() {
-                    for (ib, cb) in set_b.monomials.iter().enumerate() {
-                        let row = ia * set_b.monomials.len() + ib;
-                        for &h in &pattern[row_starts[row]..row_starts[row + 1]] {
-                            let [t, u, v] = herm[h];
-                            let value = weight
-                                * e[0][at(ca[0], cb[0], t)]
-                                * e[1][at(ca[1], cb[1], u)]
-                                * e[2][at(ca[2], cb[2], v)];
-                            values.push(value);
-                            signed_values.push(if (t + u + v) % 2 == 0 { value } else { -value });
+                let mut values = Vec::with_capacity(rows.pattern.len());
+                let mut signed_values = Vec::with_capacity(rows.pattern.len());
+                for row in 0..rows.len() {
+                    let terms = &rows.terms[rows.term_starts[row]..rows.term_starts[row + 1]];
+                    for &h in &rows.pattern[rows.row_starts[row]..rows.row_starts[row + 1]] {
+                        let [t, u, v] = herm[h];
+                        let mut sum = 0.0;
+                        for &(ca, cb, factor) in terms {
+                            let (ca, cb) = (set_a.monomials[ca], set_b.monomials[cb]);
+                            if reaches(ca, cb, herm[h]) {
+                                sum += factor
+                                    * e[0][at(ca[0], cb[0], t)]
+                                    * e[1][at(ca[1], cb[1], u)]
+                                    * e[2][at(ca[2], cb[2], v)];
+                            }
                         }
+                        let value = weight * sum;
+                        values.push(value);
+                        signed_values.push(if (t + u + v) % 2 == 0 { value } else { -value });
                     }
                 }
                 primitives.push(PrimitivePair {
@@ -578,8 +562,8 @@ impl EriEngine {
             a,
             b,
             order,
-            pattern,
-            row_starts,
+            pattern: rows.pattern,
+            row_starts: rows.row_starts,
             primitives,
             schwarz: f64::INFINITY,
             columns: None,
@@ -764,7 +748,7 @@ impl EriEngine {
 
     /// [`EriEngine::pair_block_with`] computed in the orientation given: the inner loops
     /// over `bra_pair`'s Hermite indices, `ket_pair`'s primitives contracted first; the bra
-    /// side summed by sparse dot products for kets of at most `dot_product_ket` Cartesian
+    /// side summed by sparse dot products for kets of at most `dot_product_ket` function
     /// products.
     fn oriented_block_with<'w>(
         &self,
@@ -780,8 +764,8 @@ impl EriEngine {
         let dim = order + 1;
         let herm_bra = &self.hermite[bra_pair.order];
         let herm_ket = &self.hermite[ket_pair.order];
-        let ncart_bra = sets[0].monomials.len() * sets[1].monomials.len();
-        let ncart_ket = sets[2].monomials.len() * sets[3].monomials.len();
+        let rows_bra = sets[0].functions * sets[1].functions;
+        let rows_ket = sets[2].functions * sets[3].functions;
         let (bra_members, ket_members) = (bra_pair.member_count(), ket_pair.member_count());
         let ws = workspace;
         let n_bra = herm_bra.len();
@@ -794,11 +778,11 @@ impl EriEngine {
         ws.ket_offsets.clear();
         ws.ket_offsets
             .extend(herm_ket.iter().map(|[t, u, v]| (t * dim + u) * dim + v));
-        // One Cartesian block per member quartet, bra member major, and W per ket member.
-        let cart_size = ncart_bra * ncart_ket;
-        let w_size = ncart_ket * n_bra;
-        ws.cart.clear();
-        ws.cart.resize(bra_members * ket_members * cart_size, 0.0);
+        // One block per member quartet, bra member major, and W per ket member.
+        let block_size = rows_bra * rows_ket;
+        let w_size = rows_ket * n_bra;
+        ws.block.clear();
+        ws.block.resize(bra_members * ket_members * block_size, 0.0);
         ws.w.resize(w_size, 0.0);
         ws.w_by_ket.resize(ket_members * w_size, 0.0);
         if kernel == Kernel::PerQuartet {
@@ -814,13 +798,13 @@ impl EriEngine {
                 .extend(ket_pair.pattern.iter().map(|&h| ws.ket_offsets[h]));
         }
         if bra_members > 1 {
-            ws.bra_sum.resize(cart_size, 0.0);
+            ws.bra_sum.resize(block_size, 0.0);
         }
-        // A ket of few Cartesian products (an ss pair) makes the bra's rows of W short: the
-        // bra side then sums each Cartesian integral as one sparse dot product over W's
+        // A ket of few rows (an ss pair) makes the bra's rows of W short: the bra side
+        // then sums each integral as one sparse dot product over W's
         // columns instead of adding short rows. The same terms are added to each integral in
         // the same order either way, so the bits are the same.
-        let by_dot = ncart_ket <= dot_product_ket && bra_pair.columns.is_none();
+        let by_dot = rows_ket <= dot_product_ket && bra_pair.columns.is_none();
         let boys_len = order + 1;
         let mut boys_values = 0..0;
         for (bra_index, bra_prim) in bra_pair.primitives.iter().enumerate() {
@@ -849,11 +833,11 @@ impl EriEngine {
             };
             for (ket_member, w_by_ket) in ws.w_by_ket.chunks_exact(w_size).enumerate() {
                 if by_dot {
-                    let cart = &mut ws.cart[ket_member * cart_size..][..cart_size];
-                    if kernel == Kernel::Batched && ncart_ket > 1 {
-                        add_bra_dots::<false>(cart, w_by_ket, bra, ncart_ket, n_bra);
+                    let block = &mut ws.block[ket_member * block_size..][..block_size];
+                    if kernel == Kernel::Batched && rows_ket > 1 {
+                        add_bra_dots::<false>(block, w_by_ket, bra, rows_ket, n_bra);
                     } else {
-                        add_bra_dots::<true>(cart, w_by_ket, bra, ncart_ket, n_bra);
+                        add_bra_dots::<true>(block, w_by_ket, bra, rows_ket, n_bra);
                     }
                     continue;
                 }
@@ -864,30 +848,32 @@ impl EriEngine {
                 } else {
                     for (c, w_column) in w_by_ket.chunks_exact(n_bra).enumerate() {
                         for (h, value) in w_column.iter().enumerate() {
-                            ws.w[h * ncart_ket + c] = *value;
+                            ws.w[h * rows_ket + c] = *value;
                         }
                     }
                     &ws.w
                 };
                 let Some(columns) = &bra_pair.columns else {
-                    let cart = &mut ws.cart[ket_member * cart_size..][..cart_size];
-                    add_rows(cart, w_rows, bra, 1.0, ncart_ket);
+                    let block = &mut ws.block[ket_member * block_size..][..block_size];
+                    add_rows(block, w_rows, bra, 1.0, rows_ket);
                     continue;
                 };
                 // Summed once, then weighted into each bra member's block.
                 ws.bra_sum.fill(0.0);
-                add_rows(&mut ws.bra_sum, w_rows, bra, 1.0, ncart_ket);
+                add_rows(&mut ws.bra_sum, w_rows, bra, 1.0, rows_ket);
                 for bra_member in 0..bra_members {
-                    let block = (bra_member * ket_members + ket_member) * cart_size;
+                    let start = (bra_member * ket_members + ket_member) * block_size;
                     add_scaled(
-                        &mut ws.cart[block..][..cart_size],
+                        &mut ws.block[start..][..block_size],
                         &ws.bra_sum,
                         columns.weight(bra_member, bra_index),
                     );
                 }
             }
         }
-        self.transform_blocks(set_index, bra_members * ket_members, ws)
+        // The tables' rows are products of output functions: the blocks are final.
+        std::mem::swap(&mut ws.out, &mut ws.block);
+        &ws.out
     }
 
     /// The Boys values of every primitive quartet the reference kernel keeps, in its order,
@@ -973,55 +959,6 @@ impl EriEngine {
                 add_scaled(w_member, &ws.ket_sum, columns.weight(member, ket_index));
             }
         }
-    }
-
-    /// The `blocks` Cartesian blocks in `ws.cart` transformed to the output functions of the
-    /// sets `set_index`, one index at a time, into `ws.out`; indices with a diagonal
-    /// transform were already scaled in the pair tables and stay as they are.
-    fn transform_blocks<'w>(
-        &self,
-        set_index: [usize; 4],
-        blocks: usize,
-        ws: &'w mut EriWorkspace,
-    ) -> &'w [f64] {
-        let sets = set_index.map(|set| &self.sets[set]);
-        let transform_one = |ws: &mut EriWorkspace| {
-            let mut dims = sets.map(|s| s.monomials.len());
-            for (axis, set) in sets.iter().enumerate() {
-                if set.diagonal_scale.is_some() {
-                    continue;
-                }
-                transform_axis(
-                    &ws.out,
-                    &mut ws.half,
-                    dims,
-                    axis,
-                    &self.transforms[set_index[axis]],
-                    set.functions,
-                );
-                dims[axis] = set.functions;
-                std::mem::swap(&mut ws.out, &mut ws.half);
-            }
-        };
-        if blocks == 1 {
-            std::mem::swap(&mut ws.out, &mut ws.cart);
-            transform_one(ws);
-            return &ws.out;
-        }
-        let cart_size = ws.cart.len() / blocks;
-        let mut blocks_out = std::mem::take(&mut ws.blocks);
-        blocks_out.clear();
-        for block in 0..blocks {
-            ws.out.clear();
-            ws.out
-                .extend_from_slice(&ws.cart[block * cart_size..][..cart_size]);
-            transform_one(ws);
-            blocks_out.extend_from_slice(&ws.out);
-        }
-        // Both buffers stay in the workspace for the next call.
-        std::mem::swap(&mut ws.out, &mut blocks_out);
-        ws.blocks = blocks_out;
-        &ws.out
     }
 
     /// The AO block of (ab|cd) for any four shells, row-major `[na][nb][nc][nd]` (a copy,
@@ -1120,7 +1057,7 @@ impl EriEngine {
 }
 
 /// The batched kernel's ket side for one bra primitive pair: `ws.w_by_ket` (zeroed by the
-/// caller; one W per ket member, `[n_bra][ncart_ket]`) summed over the ket's chunks of `W`
+/// caller; one W per ket member, `[n_bra][rows_ket]`) summed over the ket's chunks of `W`
 /// lanes. A chunk whose largest bound times the bra's is below [`PRIMITIVE_THRESHOLD`] is
 /// skipped whole; the others compute every live lane.
 fn batched_ket_side<const W: usize>(
@@ -1221,7 +1158,7 @@ fn batched_ket_side<const W: usize>(
 /// `w[h][c] += sum over row c's entries e and the lanes l of table[e][l] r[offset_e + h][l]`
 /// (`r` the lanes' Hermite integrals by cube entry, `entry_offsets[e]` the cube offset of
 /// entry e's ket Hermite index, `bra_offsets[h]` of bra index h); rows of `w` are
-/// `ncart_ket` long (W as the bra side reads it). Each sum runs lane-wise over the row's
+/// `rows_ket` long (W as the bra side reads it). Each sum runs lane-wise over the row's
 /// entries in order, then over the lanes ([`lane_sum`]). (Gathering R into contiguous rows
 /// first, as the reference kernel does, measured 11% more instructions in a whole J/K build
 /// of water/cc-pVTZ: most kets here have few entries per row.)
@@ -1234,11 +1171,11 @@ fn contract_lanes<const W: usize>(
     entry_offsets: &[usize],
     bra_offsets: &[usize],
 ) {
-    let ncart_ket = row_starts.len() - 1;
-    for c in 0..ncart_ket {
+    let rows_ket = row_starts.len() - 1;
+    for c in 0..rows_ket {
         let range = row_starts[c]..row_starts[c + 1];
         let (offsets, values) = (&entry_offsets[range.clone()], &table[range]);
-        let w_column = w[c..].iter_mut().step_by(ncart_ket);
+        let w_column = w[c..].iter_mut().step_by(rows_ket);
         if let ([offset], [value]) = (offsets, values) {
             // One entry (every row of an ss ket, for one): no sum over entries.
             let shifted = &r[*offset..];
@@ -1379,9 +1316,10 @@ fn gather_any_rows(
 
 /// `out[r][..] += scale sum_k E_k source[h_k][..]` over row r's entries (E_k, h_k) of
 /// `table`, rows `width` long: the ket side (`out` = W^T, `source` = the gathered rows of R,
-/// `scale` = the quartet's prefactor) and the bra side by rows (`out` = the Cartesian
-/// block, `source` = W, `scale` = 1). The common widths (Hermite counts of orders 0-3,
-/// Cartesian counts of small kets) run a copy whose rows are arrays of that length: the
+/// `scale` = the quartet's prefactor) and the bra side by rows (`out` = the block,
+/// `source` = W, `scale` = 1). The common widths (Hermite counts of orders 0-5, the row
+/// counts of kets up to f-p and of d-d and f-f) run a copy whose rows are arrays of that
+/// length: the
 /// same arithmetic in the same order, so the same bits, without a loop over a short row
 /// per entry.
 fn add_rows(out: &mut [f64], source: &[f64], table: SparseRows<'_>, scale: f64, width: usize) {
@@ -1389,12 +1327,17 @@ fn add_rows(out: &mut [f64], source: &[f64], table: SparseRows<'_>, scale: f64, 
         1 => add_fixed_rows::<1>(out, source, table, scale),
         3 => add_fixed_rows::<3>(out, source, table, scale),
         4 => add_fixed_rows::<4>(out, source, table, scale),
-        6 => add_fixed_rows::<6>(out, source, table, scale),
+        5 => add_fixed_rows::<5>(out, source, table, scale),
+        7 => add_fixed_rows::<7>(out, source, table, scale),
         9 => add_fixed_rows::<9>(out, source, table, scale),
         10 => add_fixed_rows::<10>(out, source, table, scale),
-        18 => add_fixed_rows::<18>(out, source, table, scale),
+        15 => add_fixed_rows::<15>(out, source, table, scale),
         20 => add_fixed_rows::<20>(out, source, table, scale),
+        21 => add_fixed_rows::<21>(out, source, table, scale),
+        25 => add_fixed_rows::<25>(out, source, table, scale),
         35 => add_fixed_rows::<35>(out, source, table, scale),
+        49 => add_fixed_rows::<49>(out, source, table, scale),
+        56 => add_fixed_rows::<56>(out, source, table, scale),
         _ => add_any_rows(out, source, table, scale, width),
     }
 }
@@ -1452,23 +1395,23 @@ fn add_scaled(out: &mut [f64], source: &[f64], scale: f64) {
     }
 }
 
-/// `cart[row][c] += sum_k E_k W[h_k][c]` over bra row `row`'s entries (Hermite indices):
-/// one sparse dot product per Cartesian integral, `cart` rows `ncart_ket` long, W's rows
-/// `n_bra` long. `TRANSPOSED`: `w` holds W^T (`[ncart_ket][n_bra]`, as the reference kernel
-/// writes it), else W (`[n_bra][ncart_ket]`, as the batched one does); for one Cartesian
-/// product the two are the same.
+/// `block[row][c] += sum_k E_k W[h_k][c]` over bra row `row`'s entries (Hermite indices):
+/// one sparse dot product per integral, `block` rows `rows_ket` long, W's rows
+/// `n_bra` long. `TRANSPOSED`: `w` holds W^T (`[rows_ket][n_bra]`, as the reference kernel
+/// writes it), else W (`[n_bra][rows_ket]`, as the batched one does); for one row the two
+/// are the same.
 #[inline(never)]
 fn add_bra_dots<const TRANSPOSED: bool>(
-    cart: &mut [f64],
+    block: &mut [f64],
     w: &[f64],
     bra: SparseRows<'_>,
-    ncart_ket: usize,
+    rows_ket: usize,
     n_bra: usize,
 ) {
-    for (row, cart_row) in cart.chunks_exact_mut(ncart_ket).enumerate() {
+    for (row, block_row) in block.chunks_exact_mut(rows_ket).enumerate() {
         let range = bra.starts[row]..bra.starts[row + 1];
         let (entries, values) = (&bra.entries[range.clone()], &bra.values[range]);
-        for (c, slot) in cart_row.iter_mut().enumerate() {
+        for (c, slot) in block_row.iter_mut().enumerate() {
             let mut sum = *slot;
             if TRANSPOSED {
                 let column = &w[c * n_bra..][..n_bra];
@@ -1478,70 +1421,10 @@ fn add_bra_dots<const TRANSPOSED: bool>(
             } else {
                 let column = &w[c..];
                 for (&h, e) in entries.iter().zip(values) {
-                    sum += e * column[h * ncart_ket];
+                    sum += e * column[h * rows_ket];
                 }
             }
             *slot = sum;
-        }
-    }
-}
-
-/// The non-zero elements (c, m, value) of a set's Cartesian-to-output matrix (rows c,
-/// columns m, row-major `columns` wide), by row then column.
-fn nonzero_elements(matrix: &[f64], columns: usize) -> Vec<(usize, usize, f64)> {
-    matrix
-        .chunks_exact(columns.max(1))
-        .enumerate()
-        .flat_map(|(c, row)| {
-            row.iter()
-                .enumerate()
-                .filter(|(_, value)| **value != 0.0)
-                .map(move |(m, value)| (c, m, *value))
-        })
-        .collect()
-}
-
-/// Transforms index `axis` of the row-major 4-index array `input` (dimensions `dims`) with a
-/// matrix of `target` columns given by its non-zero `elements` ([`nonzero_elements`]),
-/// writing `output`.
-#[inline(never)]
-fn transform_axis(
-    input: &[f64],
-    output: &mut Vec<f64>,
-    dims: [usize; 4],
-    axis: usize,
-    elements: &[(usize, usize, f64)],
-    target: usize,
-) {
-    let outer: usize = dims[..axis].iter().product();
-    let inner: usize = dims[axis + 1..].iter().product();
-    let n = dims[axis];
-    output.clear();
-    output.resize(outer * target * inner, 0.0);
-    if inner == 1 {
-        // The last index: each output row is a short matrix-vector product.
-        for (source, destination) in input
-            .chunks_exact(n)
-            .zip(output.chunks_exact_mut(target))
-            .take(outer)
-        {
-            for &(c, m, factor) in elements {
-                destination[m] += factor * source[c];
-            }
-        }
-        return;
-    }
-    for (source_block, output_block) in input
-        .chunks_exact(n * inner)
-        .zip(output.chunks_exact_mut(target * inner))
-        .take(outer)
-    {
-        for &(c, m, factor) in elements {
-            let source = &source_block[c * inner..(c + 1) * inner];
-            let destination = &mut output_block[m * inner..(m + 1) * inner];
-            for (out, value) in destination.iter_mut().zip(source) {
-                *out += factor * value;
-            }
         }
     }
 }

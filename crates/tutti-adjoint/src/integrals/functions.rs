@@ -27,9 +27,6 @@ pub struct FunctionShell {
     pub transform: Vec<f64>,
     /// Number of output functions.
     pub functions: usize,
-    /// `Some(c)` when `transform` is c times the identity (the kernels then fold c into the
-    /// primitive weights and skip the transform).
-    pub diagonal_scale: Option<f64>,
 }
 
 impl FunctionShell {
@@ -43,7 +40,6 @@ impl FunctionShell {
             exponents: shell.exponents.clone(),
             weights: shell.contraction.clone(),
             degree: shell.l,
-            diagonal_scale: diagonal_scale(&transform, monomials.len(), functions),
             monomials,
             transform,
             functions,
@@ -92,26 +88,8 @@ impl FunctionShell {
             monomials,
             transform: map,
             functions: 2 * n,
-            diagonal_scale: None,
         }
     }
-}
-
-/// The constant c when `matrix` (rows x columns) is c times the identity.
-fn diagonal_scale(matrix: &[f64], rows: usize, columns: usize) -> Option<f64> {
-    if rows != columns || matrix.len() != rows * columns {
-        return None;
-    }
-    let c = matrix[0];
-    for i in 0..rows {
-        for j in 0..columns {
-            let expected = if i == j { c } else { 0.0 };
-            if matrix[i * columns + j] != expected {
-                return None;
-            }
-        }
-    }
-    Some(c)
 }
 
 #[cfg(test)]

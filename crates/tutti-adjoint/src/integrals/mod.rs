@@ -8,6 +8,7 @@ pub mod eri;
 pub mod functions;
 pub mod hermite;
 pub mod one_electron;
+pub(crate) mod pair_rows;
 
 pub use eri::{EriEngine, EriWorkspace};
 pub use one_electron::{kinetic, nuclear_attraction, overlap};
