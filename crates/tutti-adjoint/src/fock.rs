@@ -313,20 +313,60 @@ impl<'e> FockBuilder<'e> {
     }
 
     /// Adds the block (ab|cd), row-major `[na][nb][nc][nd]`, times `degeneracy`, to the J and
-    /// K sums.
+    /// K sums. The inner loops run over the last index, so trailing shells of one function
+    /// (s) are moved out of the way first: (ab|c s) has the layout of (ab|s c), and (ab|s s)
+    /// that of (s s|ab), the same integrals (J and K are symmetrized at the end, so a term
+    /// may land in either of its two places). The common lengths of the last index (p, d
+    /// and f shells) then run copies where it is a constant, so its loops unroll.
     fn digest(
         &self,
         block: &[f64],
-        [a, b, c, d]: [usize; 4],
+        shells: [usize; 4],
         degeneracy: f64,
         density: &[f64],
         accumulator: &mut PartialCoulombExchange,
+    ) {
+        let counts = self.engine.function_counts();
+        let single = |shell: usize| counts[shell] == 1;
+        let [a, b, c, d] = shells;
+        let [a, b, c, d] = if single(c) && single(d) {
+            [c, d, a, b]
+        } else {
+            [a, b, c, d]
+        };
+        let shells = if single(d) {
+            [a, b, d, c]
+        } else {
+            [a, b, c, d]
+        };
+        let arguments = (block, shells, degeneracy, density, accumulator);
+        match counts[shells[3]] {
+            1 => self.digest_with::<1>(arguments),
+            3 => self.digest_with::<3>(arguments),
+            5 => self.digest_with::<5>(arguments),
+            7 => self.digest_with::<7>(arguments),
+            _ => self.digest_with::<0>(arguments),
+        }
+    }
+
+    /// [`FockBuilder::digest`] with `ND` functions in shell d, or any number for `ND` = 0.
+    #[inline(never)]
+    fn digest_with<const ND: usize>(
+        &self,
+        (block, [a, b, c, d], degeneracy, density, accumulator): (
+            &[f64],
+            [usize; 4],
+            f64,
+            &[f64],
+            &mut PartialCoulombExchange,
+        ),
     ) {
         let engine = self.engine;
         let nao = engine.nao();
         let offsets = engine.offsets();
         let counts = engine.function_counts();
-        let (na, nb, nc, nd) = (counts[a], counts[b], counts[c], counts[d]);
+        let nd = if ND == 0 { counts[d] } else { ND };
+        let (na, nb, nc) = (counts[a], counts[b], counts[c]);
         let (oa, ob, oc, od) = (offsets[a], offsets[b], offsets[c], offsets[d]);
         let (j, k) = accumulator.values.split_at_mut(nao * nao);
         // Row slices of length nd from column od: no index checks in the inner loop.
@@ -387,6 +427,7 @@ impl<'e> FockBuilder<'e> {
 const SHELL_FUNCTIONS: usize = (MAX_L + 1) * (MAX_L + 2) / 2;
 
 /// Two disjoint ranges of `matrix` as mutable slices, in the order asked.
+#[inline(always)]
 fn two_rows(
     matrix: &mut [f64],
     first: std::ops::Range<usize>,
