@@ -800,10 +800,10 @@ impl EriEngine {
         if bra_members > 1 {
             ws.bra_sum.resize(block_size, 0.0);
         }
-        // A ket of few rows (an ss pair) makes the bra's rows of W short: the bra side
-        // then sums each integral as one sparse dot product over W's
-        // columns instead of adding short rows. The same terms are added to each integral in
-        // the same order either way, so the bits are the same.
+        // A ket of few rows (an ss pair) makes the bra's rows of W short: the bra side then
+        // sums each integral as one sparse dot product over W's columns instead of adding
+        // short rows. The same terms are added to each integral in the same order either
+        // way, so the bits are the same.
         let by_dot = rows_ket <= dot_product_ket && bra_pair.columns.is_none();
         let boys_len = order + 1;
         let mut boys_values = 0..0;
@@ -1319,9 +1319,8 @@ fn gather_any_rows(
 /// `scale` = the quartet's prefactor) and the bra side by rows (`out` = the block,
 /// `source` = W, `scale` = 1). The common widths (Hermite counts of orders 0-5, the row
 /// counts of kets up to f-p and of d-d and f-f) run a copy whose rows are arrays of that
-/// length: the
-/// same arithmetic in the same order, so the same bits, without a loop over a short row
-/// per entry.
+/// length: the same arithmetic in the same order, so the same bits, without a loop over a
+/// short row per entry.
 fn add_rows(out: &mut [f64], source: &[f64], table: SparseRows<'_>, scale: f64, width: usize) {
     match width {
         1 => add_fixed_rows::<1>(out, source, table, scale),
