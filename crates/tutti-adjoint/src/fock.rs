@@ -5,8 +5,8 @@
 //! - [`FockBuilder::serial`]: the reference, one loop over the units' quartets in order;
 //! - [`FockBuilder::partial`]: one rank's share of a build split among `ranks`: the bra units
 //!   sorted by estimated cost (largest first) are dealt to the least loaded rank by that
-//!   cost, and a rank's share round-robin into `4 * threads` task lists of the current
-//!   rayon pool (install a device's pool to choose it); rayon's work stealing
+//!   cost, and a rank's share round-robin into [`task_lists`] task lists, run on the
+//!   current rayon pool (install a device's pool to choose it); rayon's work stealing
 //!   runs the lists, each folding into its own private J/K accumulators, which are then
 //!   summed in list order. The ranks' [`PartialCoulombExchange`]s are summed in rank order
 //!   (a group's `allreduce_sum` over [`PartialCoulombExchange::as_mut_slice`]) and
@@ -24,8 +24,9 @@
 //! the largest |P| element the quartet's J and K terms read is below it (the SCF's
 //! incremental builds, whose density change is small, skip most quartets so).
 //!
-//! The result depends on the rank and thread counts only through rounding, and repeated runs
-//! with the same counts are bitwise identical.
+//! The number of task lists, and so every sum, depends on the basis and the rank count
+//! only, not on the threads: a build has the same bits on any pool, and repeated runs are
+//! bitwise identical. Across rank counts the results differ by rounding.
 
 use faer::{Mat, MatRef};
 use rayon::prelude::*;
@@ -184,8 +185,8 @@ impl<'e> FockBuilder<'e> {
     }
 
     /// Rank `rank`'s share of a build split among `ranks` (the bra pairs of `bra_order()`
-    /// dealt largest first to the least loaded rank by estimated cost), on the current rayon
-    /// pool in `4 * threads` task lists.
+    /// dealt largest first to the least loaded rank by estimated cost), in [`task_lists`]
+    /// task lists run on the current rayon pool.
     /// Summing the parts of ranks `0..ranks` and finishing gives J and K. A `rank` at or
     /// beyond `ranks` has an empty share (all zero).
     pub fn partial(
@@ -201,7 +202,7 @@ impl<'e> FockBuilder<'e> {
             .into_iter()
             .map(|position| self.order[position])
             .collect();
-        let lists = (4 * rayon::current_num_threads()).clamp(1, share.len().max(1));
+        let lists = task_lists(nao).clamp(1, share.len().max(1));
         let partials: Vec<PartialCoulombExchange> = (0..lists)
             .into_par_iter()
             .map(|list| {
@@ -422,6 +423,22 @@ impl<'e> FockBuilder<'e> {
         }
     }
 }
+
+/// The task lists a rank's share of a build is dealt into ([`FockBuilder::partial`]), at
+/// most (a share of fewer bra units has one per unit): each list sums its units into its
+/// own J/K accumulators (2 nao^2 values), and the lists are added in order, so the count
+/// fixes the sums and the bits. It depends on `nao` alone, never on the thread count: 64
+/// lists (enough to balance 16 threads by work stealing), fewer where their accumulators
+/// would pass [`TASK_LIST_BYTES`], but at least 8. A pool of more threads than lists leaves
+/// the rest idle.
+pub fn task_lists(nao: usize) -> usize {
+    let accumulator_bytes = (2 * 8 * nao * nao).max(1);
+    (TASK_LIST_BYTES / accumulator_bytes).clamp(8, 64)
+}
+
+/// The bytes the task lists' accumulators may take before there are fewer of them
+/// ([`task_lists`]): 256 MiB, 64 lists up to 512 AOs, 8 from 1449.
+pub const TASK_LIST_BYTES: usize = 256 << 20;
 
 /// The most functions a basis shell has (Cartesian, l = [`MAX_L`]).
 const SHELL_FUNCTIONS: usize = (MAX_L + 1) * (MAX_L + 2) / 2;

@@ -77,13 +77,12 @@ pub(crate) fn scf_objects(
     let ranks = devices.len().max(1) as u64;
     let shells = basis.shells().len() as u64;
     let pairs = shells * (shells + 1) / 2;
-    let threads = devices.iter().map(Device::threads).max().unwrap_or(1) as u64;
-    // A rank's share of the bra pairs is dealt into 4 * threads task lists, each with its
-    // own J/K accumulators; the serial build has one.
+    // A rank's share of the bra pairs is dealt into `fock::task_lists` task lists, each
+    // with its own J/K accumulators; the serial build has one.
     let task_lists = if options.serial_fock {
         1
     } else {
-        (4 * threads).clamp(1, pairs.div_ceil(ranks).max(1))
+        (crate::fock::task_lists(basis.nao()) as u64).clamp(1, pairs.div_ceil(ranks).max(1))
     };
     let device = |object: ObjectSpec| object.no_slower_than(Tier::Device);
     let mut objects = vec![
