@@ -432,7 +432,7 @@ impl<'e> FockBuilder<'e> {
 /// would pass [`TASK_LIST_BYTES`], but at least 8. A pool of more threads than lists leaves
 /// the rest idle.
 pub fn task_lists(nao: usize) -> usize {
-    let accumulator_bytes = (2 * 8 * nao * nao).max(1);
+    let accumulator_bytes = nao.saturating_mul(nao).saturating_mul(2 * 8).max(1);
     (TASK_LIST_BYTES / accumulator_bytes).clamp(8, 64)
 }
 
