@@ -368,6 +368,11 @@ impl<'e> FockBuilder<'e> {
         let counts = engine.function_counts();
         let nd = if ND == 0 { counts[d] } else { ND };
         let (na, nb, nc) = (counts[a], counts[b], counts[c]);
+        debug_assert_eq!(
+            block.len(),
+            na * nb * nc * nd,
+            "one value per function quartet"
+        );
         let (oa, ob, oc, od) = (offsets[a], offsets[b], offsets[c], offsets[d]);
         let (j, k) = accumulator.values.split_at_mut(nao * nao);
         // Row slices of length nd from column od: no index checks in the inner loop.
@@ -431,14 +436,14 @@ impl<'e> FockBuilder<'e> {
 /// lists (enough to balance 16 threads by work stealing), fewer where their accumulators
 /// would pass [`TASK_LIST_BYTES`], but at least 8. A pool of more threads than lists leaves
 /// the rest idle.
-pub fn task_lists(nao: usize) -> usize {
+pub(crate) fn task_lists(nao: usize) -> usize {
     let accumulator_bytes = nao.saturating_mul(nao).saturating_mul(2 * 8).max(1);
     (TASK_LIST_BYTES / accumulator_bytes).clamp(8, 64)
 }
 
 /// The bytes the task lists' accumulators may take before there are fewer of them
-/// ([`task_lists`]): 256 MiB, 64 lists up to 512 AOs, 8 from 1449.
-pub const TASK_LIST_BYTES: usize = 256 << 20;
+/// ([`task_lists`]): 256 MiB, 64 lists up to 512 AOs, 16 at 1024, 8 from 1366 on.
+pub(crate) const TASK_LIST_BYTES: usize = 256 << 20;
 
 /// The most functions a basis shell has (Cartesian, l = [`MAX_L`]).
 const SHELL_FUNCTIONS: usize = (MAX_L + 1) * (MAX_L + 2) / 2;

@@ -78,11 +78,13 @@ pub(crate) fn scf_objects(
     let shells = basis.shells().len() as u64;
     let pairs = shells * (shells + 1) / 2;
     // A rank's share of the bra pairs is dealt into `fock::task_lists` task lists, each
-    // with its own J/K accumulators; the serial build has one.
+    // with its own J/K accumulators; the serial build has one. A share dealt by cost may
+    // hold more than its rank's even part of the pairs, so only the count of all pairs
+    // bounds the lists.
     let task_lists = if options.serial_fock {
         1
     } else {
-        (crate::fock::task_lists(basis.nao()) as u64).clamp(1, pairs.div_ceil(ranks).max(1))
+        (crate::fock::task_lists(basis.nao()) as u64).clamp(1, pairs.max(1))
     };
     let device = |object: ObjectSpec| object.no_slower_than(Tier::Device);
     let mut objects = vec![

@@ -56,9 +56,10 @@ pub const PRIMITIVE_THRESHOLD: f64 = 1e-16;
 
 /// Kets of at most this many rows (function products) have the bra side summed as sparse dot
 /// products ([`EriEngine::pair_block`]'s inner loops): only an ss ket's rows of W are too
-/// short for the row path, now that its rows of 3 and more run as fixed-length arrays
-/// (callgrind, one J/K build of water/def2-TZVP: 334.4 M instructions with dots for kets
-/// up to 6 products, 327.6 M up to 1, 329.4 M never).
+/// short for the row path, whose common widths run as fixed-length arrays ([`add_rows`]).
+/// (Measured on the Cartesian-product rows before the transforms were folded into the
+/// pair tables; callgrind, one J/K build of water/def2-TZVP: 334.4 M instructions with
+/// dots for kets up to 6 products, 327.6 M up to 1, 329.4 M never.)
 const DOT_PRODUCT_KET: usize = 1;
 
 /// The cost of entering one of the kernel's inner loops, in multiply-adds: what makes a
@@ -283,8 +284,12 @@ pub struct EriWorkspace {
     ket_sum: Vec<f64>,
     /// The bra contraction of one bra primitive, before a column pair's member weights.
     bra_sum: Vec<f64>,
+    /// The blocks being summed, one per member quartet, `[na][nb][nc][nd]` each.
     block: Vec<f64>,
-    half: Vec<f64>,
+    /// The blocks of a swapped orientation, transposed back into the order asked.
+    transposed: Vec<f64>,
+    /// The finished blocks the kernel returns a view of (swapped with `block` or
+    /// `transposed`, so neither is copied).
     out: Vec<f64>,
     /// The batched kernel's scaled Boys values by level, `[n][lane]`.
     lane_levels: Vec<f64>,
@@ -696,18 +701,18 @@ impl EriEngine {
         let (bra_members, ket_members) = (bra_pair.member_count(), ket_pair.member_count());
         let size = rows * columns;
         let ws = workspace;
-        ws.half.clear();
-        ws.half.resize(size * bra_members * ket_members, 0.0);
+        ws.transposed.clear();
+        ws.transposed.resize(size * bra_members * ket_members, 0.0);
         for (index, block) in ws.out.chunks_exact(size).enumerate() {
             let (y, x) = (index / bra_members, index % bra_members);
-            let target = &mut ws.half[(x * ket_members + y) * size..][..size];
+            let target = &mut ws.transposed[(x * ket_members + y) * size..][..size];
             for (r, row) in block.chunks_exact(columns).enumerate() {
                 for (c, value) in row.iter().enumerate() {
                     target[c * rows + r] = *value;
                 }
             }
         }
-        std::mem::swap(&mut ws.out, &mut ws.half);
+        std::mem::swap(&mut ws.out, &mut ws.transposed);
         &ws.out
     }
 
@@ -1318,23 +1323,26 @@ fn gather_any_rows(
 /// `table`, rows `width` long: the ket side (`out` = W^T, `source` = the gathered rows of R,
 /// `scale` = the quartet's prefactor) and the bra side by rows (`out` = the block,
 /// `source` = W, `scale` = 1). The common widths (Hermite counts of orders 0-5, the row
-/// counts of kets up to f-p and of d-d and f-f) run a copy whose rows are arrays of that
-/// length: the same arithmetic in the same order, so the same bits, without a loop over a
-/// short row per entry.
+/// counts of spherical kets up to f-p and of d-d and f-f, and of Cartesian d-s, d-p and
+/// d-d) run a copy whose rows are arrays of that length: the same arithmetic in the same
+/// order, so the same bits, without a loop over a short row per entry.
 fn add_rows(out: &mut [f64], source: &[f64], table: SparseRows<'_>, scale: f64, width: usize) {
     match width {
         1 => add_fixed_rows::<1>(out, source, table, scale),
         3 => add_fixed_rows::<3>(out, source, table, scale),
         4 => add_fixed_rows::<4>(out, source, table, scale),
         5 => add_fixed_rows::<5>(out, source, table, scale),
+        6 => add_fixed_rows::<6>(out, source, table, scale),
         7 => add_fixed_rows::<7>(out, source, table, scale),
         9 => add_fixed_rows::<9>(out, source, table, scale),
         10 => add_fixed_rows::<10>(out, source, table, scale),
         15 => add_fixed_rows::<15>(out, source, table, scale),
+        18 => add_fixed_rows::<18>(out, source, table, scale),
         20 => add_fixed_rows::<20>(out, source, table, scale),
         21 => add_fixed_rows::<21>(out, source, table, scale),
         25 => add_fixed_rows::<25>(out, source, table, scale),
         35 => add_fixed_rows::<35>(out, source, table, scale),
+        36 => add_fixed_rows::<36>(out, source, table, scale),
         49 => add_fixed_rows::<49>(out, source, table, scale),
         56 => add_fixed_rows::<56>(out, source, table, scale),
         _ => add_any_rows(out, source, table, scale, width),
