@@ -1,7 +1,8 @@
 //! The basis-parameter gradient of the RHF energy: where its time goes and how it scales.
 //!
-//! For h2o/def2-tzvp and ch4/def2-svp (and h2o/cc-pvtz and c2h6/def2-svp with `--large`): the
-//! serial reference gradient's time breakdown (overlap, core Hamiltonian, two-electron, Fock/reduction); the
+//! For h2o/def2-tzvp and ch4/def2-svp (and h2o/cc-pvtz, c2h6/def2-svp and c2h6/def2-tzvp
+//! with `--large`): the serial reference gradient's time breakdown (overlap, core
+//! Hamiltonian, two-electron, Fock/reduction); the
 //! gradient's measured serial part (pair set-up, densities, sums) with its Amdahl ceiling;
 //! the gradient on n simulated devices at each count n (`Resources::cpu(n)`: the host's cores
 //! split among n ranks, the work split among them) with its speedup over one device (which
@@ -94,6 +95,12 @@ fn cases(large: bool) -> Vec<Case> {
         out.push(Case {
             name: "c2h6",
             basis: "def2-svp",
+            atoms: ethane.clone(),
+        });
+        // The size: 98 AOs with d and f functions.
+        out.push(Case {
+            name: "c2h6",
+            basis: "def2-tzvp",
             atoms: ethane,
         });
     }
